@@ -7,3 +7,36 @@ export { DEFAULT_TOLERANCE_SECONDS, createWebhookVerifier, verifyWebhookSignatur
 export type { SignWebhookInput } from '../signing/sign.js';
 export { signWebhook } from '../signing/sign.js';
 export { generateSecret } from '../signing/secret.js';
+export { HooklineClient } from './client.js';
+export type { HooklineApiErrorInit } from './errors.js';
+export { HooklineApiError, INVALID_RESPONSE_CODE, isHooklineApiError } from './errors.js';
+export type {
+  AttemptLogEntry,
+  ConfigureWebhookInput,
+  DateInput,
+  Delivery,
+  DeliveryDetail,
+  DeliveryListFilter,
+  DeliveryPage,
+  DeliveryPageQuery,
+  DeliveryStatus,
+  DeliveryTransition,
+  EventMetadata,
+  EventType,
+  HooklineClientOptions,
+  LastAttempt,
+  MetadataKey,
+  RedriveFilter,
+  RedriveResult,
+  ReplayResult,
+  RequestOptions,
+  RotatedSecret,
+  RotateSecretInput,
+  SendEventInput,
+  SendEventResult,
+  WebhookConfig,
+  WebhookConfigStatus,
+  WebhookSecret,
+  WebhookStatus,
+} from './types.js';
+export { DELIVERY_STATUSES, EVENT_TYPES, METADATA_KEYS } from './types.js';

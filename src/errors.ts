@@ -1,0 +1,59 @@
+/**
+ * Every error Hookline reports, in one place. Callers branch on `code`, never on `instanceof`.
+ * `apiCode` is the snake_case code in the HTTP error body `{"error":{"code","message","details"}}`;
+ * `status` is the HTTP status it maps to; `retryable` says whether the same call may succeed later.
+ */
+export const ERROR_CODES = {
+  HOOKLINE_ERR_VALIDATION: { apiCode: 'validation_failed', status: 400, retryable: false, doc: 'The request body, query or parameters failed validation; `details` lists each problem with its path.' },
+  HOOKLINE_ERR_BAD_JSON: { apiCode: 'invalid_json', status: 400, retryable: false, doc: 'The body is not valid JSON.' },
+  HOOKLINE_ERR_UNAUTHORIZED: { apiCode: 'unauthorized', status: 401, retryable: false, doc: 'Missing or unknown bearer key.' },
+  HOOKLINE_ERR_NOT_FOUND: { apiCode: 'not_found', status: 404, retryable: false, doc: 'No such route or resource for this project.' },
+  HOOKLINE_ERR_DELIVERY_NOT_FOUND: { apiCode: 'delivery_not_found', status: 404, retryable: false, doc: 'No delivery with that id in this project.' },
+  HOOKLINE_ERR_EVENT_NOT_FOUND: { apiCode: 'event_not_found', status: 404, retryable: false, doc: 'No stored event with that id in this project.' },
+  HOOKLINE_ERR_WEBHOOK_NOT_CONFIGURED: { apiCode: 'webhook_not_configured', status: 404, retryable: false, doc: 'The project has no webhook yet: PUT /v1/webhook first.' },
+  HOOKLINE_ERR_NO_WEBHOOK_FOR_REPLAY: { apiCode: 'webhook_not_configured', status: 409, retryable: false, doc: 'Replay needs a configured webhook to deliver to: PUT /v1/webhook first.' },
+  HOOKLINE_ERR_EVENT_ID_CONFLICT: { apiCode: 'event_id_conflict', status: 409, retryable: false, doc: 'The event id was already used with a different body.' },
+  HOOKLINE_ERR_DELIVERY_IN_PROGRESS: { apiCode: 'delivery_in_progress', status: 409, retryable: true, doc: 'The delivery is pending or being attempted; retry applies to retrying and dead-lettered deliveries.' },
+  HOOKLINE_ERR_DELIVERY_SUCCEEDED: { apiCode: 'delivery_succeeded', status: 409, retryable: false, doc: 'The delivery already succeeded; replay the event to send it again.' },
+  HOOKLINE_ERR_PAYLOAD_TOO_LARGE: { apiCode: 'payload_too_large', status: 413, retryable: false, doc: 'The body exceeds HOOKLINE_MAX_BODY.' },
+  HOOKLINE_ERR_UNSUPPORTED_MEDIA_TYPE: { apiCode: 'unsupported_media_type', status: 415, retryable: false, doc: 'Send content-type: application/json.' },
+  HOOKLINE_ERR_SHUTTING_DOWN: { apiCode: 'shutting_down', status: 503, retryable: true, doc: 'The node is draining after SIGTERM; send the event again to another node or after restart.' },
+  HOOKLINE_ERR_STORAGE: { apiCode: 'storage_unavailable', status: 503, retryable: true, doc: 'The event could not be written durably; nothing was accepted. Try again later.' },
+  HOOKLINE_ERR_CONFIG: { apiCode: 'invalid_configuration', status: 500, retryable: false, doc: 'A setting (environment variable or CLI flag) is invalid; the message names it.' },
+  HOOKLINE_ERR_INTERNAL: { apiCode: 'internal_error', status: 500, retryable: true, doc: 'An unexpected failure; the log has the details.' },
+} as const;
+
+export type HooklineErrorCode = keyof typeof ERROR_CODES;
+
+export interface ErrorDetail {
+  path?: string;
+  message: string;
+  [key: string]: unknown;
+}
+
+export class HooklineError extends Error {
+  readonly code: HooklineErrorCode;
+  readonly status: number;
+  readonly apiCode: string;
+  readonly retryable: boolean;
+  readonly details: ErrorDetail[];
+
+  constructor(code: HooklineErrorCode, message: string, options: { details?: ErrorDetail[]; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.name = 'HooklineError';
+    this.code = code;
+    const entry = ERROR_CODES[code];
+    this.status = entry.status;
+    this.apiCode = entry.apiCode;
+    this.retryable = entry.retryable;
+    this.details = options.details ?? [];
+  }
+
+  toJSON(): { error: { code: string; message: string; details: ErrorDetail[] } } {
+    return { error: { code: this.apiCode, message: this.message, details: this.details } };
+  }
+}
+
+export function isHooklineError(error: unknown): error is HooklineError {
+  return typeof error === 'object' && error !== null && typeof (error as { code?: unknown }).code === 'string' && (error as { code: string }).code in ERROR_CODES;
+}

@@ -1,0 +1,181 @@
+import { open, type Database, type RootDatabase } from 'lmdb';
+import type { DeliveryStatus } from '../machines/index.js';
+import type { DeliveryChange, DeliveryRecord, EventRecord, ProjectRecord, WebhookRecord } from './records.js';
+
+type ProjectKey = [projectId: string, id: string];
+type StatusKey = [projectId: string, status: DeliveryStatus, deliveryId: string];
+
+export interface StoreOptions {
+  /** Directory of the LMDB environment; created if missing. */
+  path: string;
+  /**
+   * Initial map size in bytes. lmdb-js grows the map as the data grows.
+   * @default lmdb-js's default
+   */
+  mapSize?: number;
+}
+
+/**
+ * LMDB persistence. Writes are asynchronous and lmdb-js commits every write issued in one event-loop
+ * turn in one transaction, so concurrent ingests share a commit (and its fsync) instead of paying one
+ * each. A returned promise resolves once the commit is on disk: only then is an event acknowledged.
+ *
+ * Reads outside a transaction see committed data only, so read-modify-write of a delivery happens
+ * inside `transaction()`, where the changes queued before it are visible and applied in order.
+ */
+export class HooklineStore {
+  readonly root: RootDatabase;
+  readonly projects: Database<ProjectRecord, string>;
+  readonly apiKeys: Database<string, string>;
+  readonly webhooks: Database<WebhookRecord, string>;
+  readonly events: Database<EventRecord, ProjectKey>;
+  readonly deliveries: Database<DeliveryRecord, ProjectKey>;
+  readonly deliveriesByStatus: Database<true, StatusKey>;
+
+  constructor(options: StoreOptions) {
+    this.root = open({ path: options.path, ...(options.mapSize ? { mapSize: options.mapSize } : {}) });
+    this.projects = this.root.openDB({ name: 'projects' });
+    this.apiKeys = this.root.openDB({ name: 'api-keys' });
+    this.webhooks = this.root.openDB({ name: 'webhooks' });
+    this.events = this.root.openDB({ name: 'events' });
+    this.deliveries = this.root.openDB({ name: 'deliveries' });
+    this.deliveriesByStatus = this.root.openDB({ name: 'deliveries-by-status' });
+  }
+
+  // Projects and keys -------------------------------------------------------------------------
+
+  getProject(projectId: string): ProjectRecord | undefined {
+    return this.projects.get(projectId);
+  }
+
+  allProjects(): ProjectRecord[] {
+    return [...this.projects.getRange().map(({ value }) => value)];
+  }
+
+  /** Creates the project and its key hash in one commit. */
+  async createProject(project: ProjectRecord, apiKeyHash: string): Promise<void> {
+    await this.root.transaction(() => {
+      this.projects.put(project.id, project);
+      this.apiKeys.put(apiKeyHash, project.id);
+    });
+  }
+
+  async addApiKey(apiKeyHash: string, projectId: string): Promise<void> {
+    await this.apiKeys.put(apiKeyHash, projectId);
+  }
+
+  projectIdForKeyHash(apiKeyHash: string): string | undefined {
+    return this.apiKeys.get(apiKeyHash);
+  }
+
+  // Webhook configuration ---------------------------------------------------------------------
+
+  getWebhook(projectId: string): WebhookRecord | undefined {
+    return this.webhooks.get(projectId);
+  }
+
+  async putWebhook(projectId: string, webhook: WebhookRecord): Promise<void> {
+    await this.webhooks.put(projectId, webhook);
+  }
+
+  // Events and deliveries ---------------------------------------------------------------------
+
+  getEvent(projectId: string, eventId: string): EventRecord | undefined {
+    return this.events.get([projectId, eventId]);
+  }
+
+  getDelivery(projectId: string, deliveryId: string): DeliveryRecord | undefined {
+    return this.deliveries.get([projectId, deliveryId]);
+  }
+
+  /** Stores an accepted event and, when it matched, its first delivery: one atomic commit. */
+  async writeIngest(projectId: string, event: EventRecord, delivery: DeliveryRecord | null): Promise<void> {
+    await this.root.transaction(() => {
+      this.events.put([projectId, event.id], event);
+      if (delivery) this.putNewDelivery(projectId, delivery);
+    });
+  }
+
+  /** Stores a replay: a new delivery of a stored event, linked from the event. */
+  async writeReplay(projectId: string, eventId: string, delivery: DeliveryRecord): Promise<void> {
+    await this.root.transaction(() => {
+      const event = this.events.get([projectId, eventId]);
+      if (!event) throw new Error(`event ${eventId} vanished before its replay was stored`);
+      event.deliveryIds.push(delivery.id);
+      this.events.put([projectId, eventId], event);
+      this.putNewDelivery(projectId, delivery);
+    });
+  }
+
+  private putNewDelivery(projectId: string, delivery: DeliveryRecord): void {
+    this.deliveries.put([projectId, delivery.id], delivery);
+    this.deliveriesByStatus.put([projectId, delivery.status, delivery.id], true);
+  }
+
+  /** Applies one machine step (and the attempt it recorded, if any) to the stored delivery. */
+  async applyDeliveryChange(projectId: string, deliveryId: string, change: DeliveryChange): Promise<void> {
+    await this.root.transaction(() => {
+      const key: ProjectKey = [projectId, deliveryId];
+      const record = this.deliveries.get(key);
+      if (!record) return;
+      if (record.status !== change.status) {
+        this.deliveriesByStatus.remove([projectId, record.status, deliveryId]);
+        this.deliveriesByStatus.put([projectId, change.status, deliveryId], true);
+      }
+      record.status = change.status;
+      record.attempts = change.attempts;
+      record.roundAttempts = change.roundAttempts;
+      record.roundSize = change.roundSize;
+      record.nextAttemptAt = change.nextAttemptAt;
+      record.updatedAt = change.updatedAt;
+      record.transitions.push(...change.transitions);
+      if (change.attempt) record.attemptLog.push(change.attempt);
+      this.deliveries.put(key, record);
+    });
+  }
+
+  /** Delivery ids of one project in one status, newest first, optionally within [fromId, toId). */
+  *deliveryIdsByStatus(projectId: string, status: DeliveryStatus, bounds: { fromId?: string; toId?: string } = {}): Generator<string> {
+    const range = this.deliveriesByStatus.getKeys({
+      start: [projectId, status, bounds.toId ?? '\uffff'],
+      end: [projectId, status, bounds.fromId ?? ''],
+      reverse: true,
+    });
+    for (const key of range) {
+      const id = key[2];
+      if (bounds.toId !== undefined && id >= bounds.toId) continue;
+      yield id;
+    }
+  }
+
+  /** Deletes terminal deliveries created before `cutoffId`; returns how many went. */
+  async pruneTerminal(projectId: string, cutoffId: string, maxCount: number): Promise<number> {
+    const doomed: string[] = [];
+    for (const status of ['succeeded', 'dead_lettered'] as const) {
+      for (const key of this.deliveriesByStatus.getKeys({ start: [projectId, status, ''], end: [projectId, status, cutoffId], limit: maxCount - doomed.length })) {
+        doomed.push(key[2]);
+        if (doomed.length >= maxCount) break;
+      }
+    }
+    if (doomed.length === 0) return 0;
+    await this.root.transaction(() => {
+      for (const id of doomed) {
+        const record = this.deliveries.get([projectId, id]);
+        if (!record) continue;
+        this.deliveriesByStatus.remove([projectId, record.status, id]);
+        this.deliveries.remove([projectId, id]);
+      }
+    });
+    return doomed.length;
+  }
+
+  /** Resolves once every write issued so far is committed and flushed. */
+  async flush(): Promise<void> {
+    await this.root.flushed;
+  }
+
+  async close(): Promise<void> {
+    await this.root.flushed;
+    await this.root.close();
+  }
+}

@@ -1,0 +1,263 @@
+/**
+ * Outbound webhook POSTs. One keep-alive undici `Pool` per receiver origin, made on first use.
+ * `send` never throws: every way an attempt can end becomes an `AttemptOutcome` whose `errorCode`
+ * the retry policy and the logs can branch on. Redirects are never followed (undici's `request`
+ * does not follow them unless a redirect interceptor is installed, and none is).
+ */
+import { Pool } from 'undici';
+
+/** Stable class of a failed attempt. */
+export type AttemptErrorCode =
+  | 'http_status' | 'timeout' | 'connection_refused' | 'connection_reset' | 'dns'
+  | 'tls' | 'invalid_response' | 'redirect' | 'aborted' | 'network';
+
+export interface AttemptOutcome {
+  /** True for any 2xx answer whose exchange completed within the timeout. */
+  readonly ok: boolean;
+  /** The receiver's status; null when no complete answer arrived (timeout, network error). */
+  readonly statusCode: number | null;
+  readonly durationMs: number;
+  /** Short human reason, e.g. `HTTP 503`, `timeout after 15000 ms`; null on success. */
+  readonly error: string | null;
+  readonly errorCode: AttemptErrorCode | null;
+  /** The first `maxResponseBytes` bytes of the answer as UTF-8 text; '' when none. */
+  readonly responseBody: string;
+  /** `Retry-After` of a 429 or 503 in ms (seconds or HTTP-date form); null otherwise. */
+  readonly retryAfterMs: number | null;
+}
+
+export interface HttpSenderOptions {
+  /** Limit on the whole exchange: connect, request, response headers and the (capped) body. */
+  readonly timeoutMs: number;
+  /**
+   * Most concurrent sockets to one origin.
+   * @default 50
+   */
+  readonly maxConnectionsPerOrigin?: number;
+  /**
+   * How much of each answer is kept; the rest is discarded without buffering.
+   * @default 1024
+   */
+  readonly maxResponseBytes?: number;
+  /**
+   * How long an idle socket is kept for reuse when the receiver gives no `Keep-Alive` hint.
+   * @default 4000 (undici's default)
+   */
+  readonly keepAliveTimeoutMs?: number;
+}
+
+export interface SendRequest {
+  readonly url: string;
+  /** Added to `content-type: application/json`; names are case-insensitive and override it. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** Sent as is: the bytes that were signed. */
+  readonly body: Uint8Array | string;
+  /** Cancels the attempt (outcome `aborted`), e.g. on shutdown. */
+  readonly signal?: AbortSignal;
+}
+
+const DEFAULT_MAX_CONNECTIONS_PER_ORIGIN = 50;
+const DEFAULT_MAX_RESPONSE_BYTES = 1024;
+const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 4_000;
+
+export class HttpSender {
+  readonly #options: Required<HttpSenderOptions>;
+  readonly #pools = new Map<string, Pool>();
+  #closed = false;
+
+  constructor(options: HttpSenderOptions) {
+    if (!Number.isFinite(options.timeoutMs) || options.timeoutMs <= 0) {
+      throw new RangeError(`timeoutMs must be a positive number, got ${options.timeoutMs}`);
+    }
+    this.#options = {
+      timeoutMs: options.timeoutMs,
+      maxConnectionsPerOrigin: options.maxConnectionsPerOrigin ?? DEFAULT_MAX_CONNECTIONS_PER_ORIGIN,
+      maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
+      keepAliveTimeoutMs: options.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
+    };
+  }
+
+  async send(request: SendRequest): Promise<AttemptOutcome> {
+    const startedAt = performance.now();
+    const elapsed = (): number => Math.round(performance.now() - startedAt);
+    const { timeoutMs } = this.#options;
+
+    let target: URL;
+    try {
+      target = new URL(request.url);
+    } catch {
+      return failure(elapsed(), 'network', `invalid URL ${JSON.stringify(request.url)}`);
+    }
+    if (target.protocol !== 'http:' && target.protocol !== 'https:') {
+      return failure(elapsed(), 'network', `unsupported URL scheme ${target.protocol}`);
+    }
+    if (this.#closed) {
+      return failure(elapsed(), 'aborted', 'sender closed');
+    }
+    if (request.signal?.aborted) {
+      return failure(elapsed(), 'aborted', 'aborted');
+    }
+
+    // One controller for both the caller's signal and our timer, so a single abort path tears
+    // down the request at whatever stage it is in, the body read included.
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort(new Error(`timeout after ${timeoutMs} ms`));
+    }, timeoutMs);
+    const onCallerAbort = (): void => controller.abort(request.signal?.reason);
+    request.signal?.addEventListener('abort', onCallerAbort, { once: true });
+
+    let statusCode: number | null = null;
+    try {
+      const response = await this.#poolFor(target.origin).request({
+        method: 'POST',
+        path: `${target.pathname}${target.search}`,
+        headers: buildHeaders(request.headers),
+        body: request.body,
+        signal: controller.signal,
+      });
+      statusCode = response.statusCode;
+      const responseBody = await readPrefix(response.body, this.#options.maxResponseBytes);
+      const durationMs = elapsed();
+      if (statusCode >= 200 && statusCode < 300) {
+        return { ok: true, statusCode, durationMs, error: null, errorCode: null, responseBody, retryAfterMs: null };
+      }
+      const redirect = statusCode >= 300 && statusCode < 400;
+      return {
+        ok: false,
+        statusCode,
+        durationMs,
+        error: redirect ? `redirect not followed (HTTP ${statusCode})` : `HTTP ${statusCode}`,
+        errorCode: redirect ? 'redirect' : 'http_status',
+        responseBody,
+        retryAfterMs: statusCode === 429 || statusCode === 503 ? parseRetryAfter(response.headers['retry-after'], Date.now()) : null,
+      };
+    } catch (error) {
+      // An answer whose body did not arrive in time is not a complete answer: report no status,
+      // but keep the status in the reason for whoever reads the log.
+      const during = statusCode === null ? '' : ` (reading body of HTTP ${statusCode})`;
+      if (timedOut) {
+        return failure(elapsed(), 'timeout', `timeout after ${timeoutMs} ms${during}`);
+      }
+      if (request.signal?.aborted) {
+        return failure(elapsed(), 'aborted', `aborted${during}`);
+      }
+      const [errorCode, reason] = classifyError(error);
+      return failure(elapsed(), errorCode, `${reason}${during}`);
+    } finally {
+      clearTimeout(timer);
+      request.signal?.removeEventListener('abort', onCallerAbort);
+    }
+  }
+
+  /** Closes every pool, letting in-flight requests finish; later sends end as `aborted`. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const pools = [...this.#pools.values()];
+    this.#pools.clear();
+    await Promise.all(pools.map((pool) => pool.close()));
+  }
+
+  #poolFor(origin: string): Pool {
+    let pool = this.#pools.get(origin);
+    if (pool === undefined) {
+      const { timeoutMs, maxConnectionsPerOrigin, keepAliveTimeoutMs } = this.#options;
+      // undici's own timeouts are backstops; the exchange-wide timer in `send` is the contract.
+      pool = new Pool(origin, {
+        connections: maxConnectionsPerOrigin,
+        keepAliveTimeout: keepAliveTimeoutMs,
+        connect: { timeout: timeoutMs },
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      });
+      this.#pools.set(origin, pool);
+    }
+    return pool;
+  }
+}
+
+function failure(durationMs: number, errorCode: AttemptErrorCode, error: string): AttemptOutcome {
+  return { ok: false, statusCode: null, durationMs, error, errorCode, responseBody: '', retryAfterMs: null };
+}
+
+function buildHeaders(given: Readonly<Record<string, string>>): Record<string, string> {
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  for (const [name, value] of Object.entries(given)) {
+    headers[name.toLowerCase()] = value;
+  }
+  return headers;
+}
+
+/**
+ * Reads at most `limit` bytes, then destroys the stream: the rest is never buffered, and the
+ * socket is closed rather than drained (draining an unbounded body would defeat the cap).
+ */
+async function readPrefix(body: AsyncIterable<Uint8Array> & { destroy(): unknown }, limit: number): Promise<string> {
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  if (limit > 0) {
+    for await (const chunk of body) {
+      const room = limit - length;
+      chunks.push(chunk.byteLength > room ? chunk.subarray(0, room) : chunk);
+      length += Math.min(chunk.byteLength, room);
+      if (length >= limit) {
+        break;
+      }
+    }
+  }
+  // Breaking out of for-await already destroys the stream; this covers limit 0.
+  body.destroy();
+  return new TextDecoder().decode(Buffer.concat(chunks, length));
+}
+
+/** `Retry-After` as delay-seconds or an HTTP-date (RFC 9110 §10.2.3); a past date means now. */
+export function parseRetryAfter(value: string | string[] | undefined, now: number): number | null {
+  const text = (Array.isArray(value) ? value[0] : value)?.trim();
+  if (text === undefined || text === '') {
+    return null;
+  }
+  if (/^\d+$/.test(text)) {
+    const ms = Number(text) * 1000;
+    return Number.isSafeInteger(ms) ? ms : null;
+  }
+  // Every HTTP-date form names a month; without this, Date.parse reads "-5" as a year.
+  const at = /[a-z]{3}/i.test(text) ? Date.parse(text) : Number.NaN;
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
+}
+
+const ERROR_CLASSES: ReadonlyArray<readonly [AttemptErrorCode, string, (code: string) => boolean]> = [
+  ['timeout', 'timeout', (code) => ['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT'].includes(code)],
+  ['connection_refused', 'connection refused', (code) => code === 'ECONNREFUSED'],
+  // undici reports a peer that hangs up mid-exchange as UND_ERR_SOCKET ("other side closed").
+  ['connection_reset', 'connection reset', (code) => ['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET'].includes(code)],
+  ['dns', 'DNS lookup failed', (code) => ['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NODATA', 'EAI_NONAME'].includes(code)],
+  ['tls', 'TLS error', (code) => code.startsWith('ERR_TLS_') || code.startsWith('ERR_SSL_') || code.includes('CERT') || code === 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' || code === 'EPROTO'],
+  ['invalid_response', 'invalid response', (code) => code.startsWith('HPE_') || ['UND_ERR_HEADERS_OVERFLOW', 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH', 'UND_ERR_RES_EXCEEDED_MAX_SIZE', 'UND_ERR_INFO'].includes(code)],
+  ['aborted', 'aborted', (code) => ['UND_ERR_ABORTED', 'ABORT_ERR', 'UND_ERR_CLOSED', 'UND_ERR_DESTROYED'].includes(code)],
+  ['network', 'network unreachable', (code) => ['ENETUNREACH', 'EHOSTUNREACH', 'EHOSTDOWN', 'ENETDOWN', 'EADDRNOTAVAIL'].includes(code)],
+];
+
+/** Classifies by error `code`, looking through `cause` and happy-eyeballs `AggregateError`s. */
+function classifyError(error: unknown): [AttemptErrorCode, string] {
+  const codes = collectCodes(error, 0);
+  for (const [errorCode, reason, matches] of ERROR_CLASSES) {
+    const code = codes.find(matches);
+    if (code !== undefined) {
+      return [errorCode, errorCode === 'network' || errorCode === 'tls' || errorCode === 'invalid_response' ? `${reason} (${code})` : reason];
+    }
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return ['network', codes[0] === undefined ? `network error: ${message}` : `network error (${codes[0]}): ${message}`];
+}
+
+function collectCodes(error: unknown, depth: number): string[] {
+  if (depth > 4 || typeof error !== 'object' || error === null) {
+    return [];
+  }
+  const { code, cause, errors } = error as { code?: unknown; cause?: unknown; errors?: unknown };
+  const own = typeof code === 'string' ? [code] : [];
+  const nested = Array.isArray(errors) ? errors.flatMap((inner) => collectCodes(inner, depth + 1)) : [];
+  return [...own, ...nested, ...collectCodes(cause, depth + 1)];
+}
