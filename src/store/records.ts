@@ -63,7 +63,8 @@ export interface AttemptRecord {
 }
 
 export interface TransitionRecord {
-  from: string;
+  /** null for the creation of the delivery. */
+  from: string | null;
   to: string;
   event: string;
   at: number;

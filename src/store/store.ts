@@ -148,6 +148,15 @@ export class HooklineStore {
     }
   }
 
+  /** How many deliveries of every project are in `status` (a metrics reading, not a hot path). */
+  countByStatus(status: DeliveryStatus): number {
+    let total = 0;
+    for (const projectId of this.projects.getKeys()) {
+      total += this.deliveriesByStatus.getCount({ start: [projectId, status, ''], end: [projectId, status, '\uffff'] });
+    }
+    return total;
+  }
+
   /** Deletes terminal deliveries created before `cutoffId`; returns how many went. */
   async pruneTerminal(projectId: string, cutoffId: string, maxCount: number): Promise<number> {
     const doomed: string[] = [];

@@ -1,0 +1,25 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Prometheus metrics of one engine, in a registry of its own (several engines can share a process in tests). */
+export class EngineMetrics {
+  readonly registry = new Registry();
+  readonly eventsIngested = new Counter({ name: 'hookline_events_ingested_total', help: 'Events accepted, by whether they matched the webhook', labelNames: ['matched'] as const, registers: [this.registry] });
+  readonly attempts = new Counter({ name: 'hookline_delivery_attempts_total', help: 'Delivery attempts by outcome (success, failure error class)', labelNames: ['outcome'] as const, registers: [this.registry] });
+  readonly deliveriesFinished = new Counter({ name: 'hookline_deliveries_total', help: 'Deliveries that reached succeeded or dead_lettered', labelNames: ['status'] as const, registers: [this.registry] });
+  readonly attemptSeconds = new Histogram({
+    name: 'hookline_delivery_attempt_duration_seconds',
+    help: 'Time from sending an attempt to its outcome',
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15],
+    registers: [this.registry],
+  });
+
+  /** Gauges read live values when scraped, so the hot path never updates them. */
+  constructor(readings: { liveDeliveries: () => number; readyQueueDepth: () => number; scheduledRetries: () => number; deadLettered: () => number }) {
+    const gauge = (name: string, help: string, read: () => number) =>
+      new Gauge({ name, help, registers: [this.registry], collect() { this.set(read()); } });
+    gauge('hookline_live_deliveries', 'Deliveries held in memory (not terminal)', readings.liveDeliveries);
+    gauge('hookline_ready_queue_depth', 'Deliveries due now, waiting for a free slot or a paused endpoint', readings.readyQueueDepth);
+    gauge('hookline_scheduled_retries', 'Entries in the retry scheduler heap', readings.scheduledRetries);
+    gauge('hookline_dead_lettered_deliveries', 'Deliveries in the dead-letter queue', readings.deadLettered);
+  }
+}

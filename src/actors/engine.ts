@@ -1,0 +1,208 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import type { Settings } from '../config/settings.js';
+import { HooklineError } from '../errors.js';
+import { idLowerBound, newProjectId } from '../store/ids.js';
+import { HooklineStore } from '../store/store.js';
+import type { EventInput } from '../transport/event-input.js';
+import { HttpSender } from '../transport/http-sender.js';
+import type { EventSink, InboundTransport } from '../transport/types.js';
+import type { Clock } from './clock.js';
+import { systemClock } from './clock.js';
+import { DeliveryScheduler } from './delivery-scheduler.js';
+import { EngineMetrics } from './engine-metrics.js';
+import type { DeliverySender, IngestResult, Logger } from './project-actor.js';
+import { ProjectActor } from './project-actor.js';
+
+export interface EngineOptions {
+  settings: Settings;
+  /** @default the system clock */
+  clock?: Clock;
+  /** @default an undici HttpSender with the settings' timeout and concurrency */
+  sender?: DeliverySender & { close?(): Promise<void> };
+  /** @default Math.random (retry jitter) */
+  random?: () => number;
+  logger?: Logger;
+  /** Sources of events besides direct `ingest` calls. */
+  transports?: InboundTransport[];
+  /** LMDB map size for the store (tests use a small one to exercise a full disk). */
+  mapSize?: number;
+}
+
+const DEFAULT_PROJECT_ID = 'default';
+const PRUNE_INTERVAL_MS = 10 * 60_000;
+const PRUNE_BATCH = 10_000;
+
+const silentLogger: Logger = { info() {}, warn() {}, error() {} };
+
+export function hashApiKey(apiKey: string): string {
+  return createHash('sha256').update(apiKey).digest('hex');
+}
+
+export function generateApiKey(): string {
+  return `hk_${randomBytes(32).toString('base64url')}`;
+}
+
+/**
+ * The delivery engine of one node: the store, the scheduler, the outbound sender and one actor per
+ * project, started from what LMDB holds. Transports feed it through `ingest` (it is their EventSink).
+ */
+export class Engine implements EventSink {
+  readonly store: HooklineStore;
+  readonly metrics: EngineMetrics;
+  readonly scheduler: DeliveryScheduler;
+  private readonly actors = new Map<string, ProjectActor>();
+  private readonly clock: Clock;
+  private readonly sender: DeliverySender & { close?(): Promise<void> };
+  private readonly logger: Logger;
+  private readonly random: () => number;
+  private readonly transports: InboundTransport[];
+  private pruneTimer: NodeJS.Timeout | null = null;
+  private stopping: Promise<void> | null = null;
+
+  private constructor(
+    readonly settings: Settings,
+    options: EngineOptions,
+  ) {
+    mkdirSync(settings.dataDir, { recursive: true });
+    this.store = new HooklineStore({ path: settings.dataDir, ...(options.mapSize ? { mapSize: options.mapSize } : {}) });
+    this.clock = options.clock ?? systemClock;
+    this.logger = options.logger ?? silentLogger;
+    this.sender = options.sender ?? new HttpSender({ timeoutMs: settings.deliveryTimeoutMs, maxConnectionsPerOrigin: settings.endpointConcurrency });
+    this.transports = options.transports ?? [];
+    this.scheduler = new DeliveryScheduler(this.clock, (entry) => this.actors.get(entry.projectId)?.onDue(entry.deliveryId, entry.dueAt));
+    this.metrics = new EngineMetrics({
+      liveDeliveries: () => this.sumOverActors((actor) => actor.liveCount),
+      readyQueueDepth: () => this.sumOverActors((actor) => actor.readyCount),
+      scheduledRetries: () => this.scheduler.size,
+      deadLettered: () => this.store.countByStatus('dead_lettered'),
+    });
+    this.random = options.random ?? Math.random;
+  }
+
+  /** Opens the store, resumes every live delivery, then starts the transports. */
+  static async start(options: EngineOptions): Promise<Engine> {
+    const engine = new Engine(options.settings, options);
+    engine.resumeLiveDeliveries();
+    for (const transport of engine.transports) await transport.start(engine);
+    engine.pruneTimer = setInterval(() => void engine.pruneExpired(), PRUNE_INTERVAL_MS);
+    engine.pruneTimer.unref();
+    return engine;
+  }
+
+  private sumOverActors(read: (actor: ProjectActor) => number): number {
+    let total = 0;
+    for (const actor of this.actors.values()) total += read(actor);
+    return total;
+  }
+
+  /** The actor of a project that exists; created on first use. */
+  actorFor(projectId: string): ProjectActor {
+    let actor = this.actors.get(projectId);
+    if (!actor) {
+      if (!this.store.getProject(projectId)) throw new HooklineError('HOOKLINE_ERR_NOT_FOUND', `unknown project ${projectId}`);
+      actor = new ProjectActor(projectId, {
+        store: this.store,
+        scheduler: this.scheduler,
+        sender: this.sender,
+        clock: this.clock,
+        random: this.random,
+        metrics: this.metrics,
+        logger: this.logger,
+        retrySchedule: this.settings.retrySchedule,
+        retryJitter: this.settings.retryJitter,
+        disableAfterMs: this.settings.disableAfterMs,
+        endpointConcurrency: this.settings.endpointConcurrency,
+      });
+      this.actors.set(projectId, actor);
+    }
+    return actor;
+  }
+
+  ingest(projectId: string, input: EventInput): Promise<IngestResult> {
+    if (this.stopping) return Promise.reject(new HooklineError('HOOKLINE_ERR_SHUTTING_DOWN', 'this node is draining; send the event again shortly'));
+    return this.actorFor(projectId).ingest(input);
+  }
+
+  // Projects and keys ---------------------------------------------------------------------------
+
+  /** The project a bearer key belongs to, or null. Keys are stored only as SHA-256 hashes. */
+  authenticate(apiKey: string): string | null {
+    return this.store.projectIdForKeyHash(hashApiKey(apiKey)) ?? null;
+  }
+
+  /** True when `candidate` is the admin key; compared in constant time. */
+  isAdminKey(candidate: string): boolean {
+    const adminKey = this.settings.adminKey;
+    if (!adminKey) return false;
+    const expected = createHash('sha256').update(adminKey).digest();
+    return timingSafeEqual(expected, createHash('sha256').update(candidate).digest());
+  }
+
+  async createProject(name: string, apiKey: string = generateApiKey(), projectId: string = newProjectId(this.clock.now())): Promise<{ projectId: string; apiKey: string }> {
+    await this.store.createProject({ id: projectId, name, createdAt: this.clock.now() }, hashApiKey(apiKey));
+    return { projectId, apiKey };
+  }
+
+  /** Adds another key to an existing project (CLI `keys create`). */
+  async addApiKey(projectId: string, apiKey: string = generateApiKey()): Promise<string> {
+    if (!this.store.getProject(projectId)) throw new HooklineError('HOOKLINE_ERR_NOT_FOUND', `unknown project ${projectId}`);
+    await this.store.addApiKey(hashApiKey(apiKey), projectId);
+    return apiKey;
+  }
+
+  /**
+   * Makes sure the project `default` exists and that HOOKLINE_API_KEY (when set) opens it.
+   * Returns a generated key when the project was created without one, to be shown once.
+   */
+  async ensureDefaultProject(): Promise<{ generatedApiKey: string | null }> {
+    const configuredKey = this.settings.apiKey;
+    if (!this.store.getProject(DEFAULT_PROJECT_ID)) {
+      const { apiKey } = await this.createProject('default', configuredKey ?? generateApiKey(), DEFAULT_PROJECT_ID);
+      return { generatedApiKey: configuredKey ? null : apiKey };
+    }
+    if (configuredKey && this.authenticate(configuredKey) !== DEFAULT_PROJECT_ID) await this.addApiKey(DEFAULT_PROJECT_ID, configuredKey);
+    return { generatedApiKey: null };
+  }
+
+  // Start, retention, stop ----------------------------------------------------------------------
+
+  private resumeLiveDeliveries(): void {
+    let resumed = 0;
+    for (const project of this.store.allProjects()) {
+      for (const status of ['pending', 'delivering', 'retrying'] as const) {
+        for (const id of this.store.deliveryIdsByStatus(project.id, status)) {
+          const record = this.store.getDelivery(project.id, id);
+          if (!record) continue;
+          this.actorFor(project.id).restore(record);
+          resumed++;
+        }
+      }
+    }
+    if (resumed > 0) this.logger.info({ resumed }, 'resumed live deliveries from LMDB');
+  }
+
+  async pruneExpired(): Promise<number> {
+    const cutoffId = idLowerBound('dlv', this.clock.now() - this.settings.retentionMs);
+    let pruned = 0;
+    for (const project of this.store.allProjects()) pruned += await this.store.pruneTerminal(project.id, cutoffId, PRUNE_BATCH);
+    if (pruned > 0) this.logger.info({ pruned }, 'pruned terminal deliveries past retention');
+    return pruned;
+  }
+
+  /**
+   * Graceful stop: no new events, in-flight attempts finish (or are left `delivering`, which the
+   * next start redoes), LMDB is flushed and closed.
+   */
+  stop(drainDeadlineMs: number = this.settings.deliveryTimeoutMs + 1000): Promise<void> {
+    this.stopping ??= (async () => {
+      for (const transport of this.transports) await transport.stop();
+      if (this.pruneTimer) clearInterval(this.pruneTimer);
+      await Promise.all([...this.actors.values()].map((actor) => actor.drain(drainDeadlineMs)));
+      this.scheduler.stop();
+      await this.sender.close?.();
+      await this.store.close();
+    })();
+    return this.stopping;
+  }
+}

@@ -1,0 +1,48 @@
+import { startHookline } from '../app.js';
+import { settingsFromEnvironment } from '../config/settings.js';
+import type { CliCommand } from './command.js';
+import { wantsHelp } from './command.js';
+
+export const serveCommand: CliCommand = {
+  name: 'serve',
+  summary: 'run the webhook delivery service (what `npm start` runs)',
+  help: `Usage: hookline serve
+
+Runs Hookline on the settings in the environment (see the README for every variable):
+  HOOKLINE_HOST, HOOKLINE_PORT      listen address            (127.0.0.1, 8080)
+  HOOKLINE_DATA_DIR                 LMDB directory            (./data)
+  HOOKLINE_API_KEY                  key of project "default"  (generated and printed once if unset)
+  HOOKLINE_ADMIN_KEY                enables /admin routes     (unset)
+  HOOKLINE_RETRY_SCHEDULE           e.g. 0,5s,5m,30m,2h,5h,10h,10h
+  HOOKLINE_DELIVERY_TIMEOUT         receiver timeout          (15s)
+  HOOKLINE_ALLOW_PRIVATE_NETWORKS   1 to allow loopback/private callbacks (0)
+SIGTERM or SIGINT drains in-flight attempts, flushes LMDB and exits 0.`,
+  async run(args) {
+    if (wantsHelp(args)) {
+      process.stdout.write(`${this.help}\n`);
+      return 0;
+    }
+    const settings = settingsFromEnvironment();
+    const node = await startHookline(settings);
+    const log = node.http.log;
+    log.info({ url: node.url, dataDir: settings.dataDir }, 'hookline is serving');
+    if (node.generatedApiKey) {
+      // Printed once, on purpose outside the structured log so it is never shipped to a log store.
+      process.stdout.write(`\nAPI key of project "default" (shown once, store it now): ${node.generatedApiKey}\n\n`);
+    }
+    await new Promise<void>((resolve) => {
+      const stop = (signal: string) => {
+        log.info({ signal }, 'draining: no new events, finishing in-flight attempts');
+        node.close().then(resolve, (error: unknown) => {
+          log.error({ err: error }, 'shutdown failed');
+          process.exitCode = 1;
+          resolve();
+        });
+      };
+      process.once('SIGTERM', () => stop('SIGTERM'));
+      process.once('SIGINT', () => stop('SIGINT'));
+    });
+    log.info('stopped');
+    return Number(process.exitCode ?? 0);
+  },
+};

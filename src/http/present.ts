@@ -1,0 +1,50 @@
+import type { DeliveryRecord, WebhookRecord } from '../store/records.js';
+
+/** API times: ISO 8601 with a numeric offset, never `Z`. */
+export function isoTime(ms: number): string {
+  return new Date(ms).toISOString().replace('Z', '+00:00');
+}
+
+const isoOrNull = (ms: number | null) => (ms === null ? null : isoTime(ms));
+
+export function presentWebhook(webhook: WebhookRecord) {
+  return {
+    callbackUrl: webhook.callbackUrl,
+    status: webhook.state,
+    eventTypes: webhook.eventTypes,
+    createdAt: isoTime(webhook.createdAt),
+    updatedAt: isoTime(webhook.updatedAt),
+  };
+}
+
+/** A delivery in the log: `maxAttempts` is where this round dead-letters, counted like `attempts`. */
+export function presentDelivery(record: DeliveryRecord) {
+  const last = record.attemptLog[record.attemptLog.length - 1];
+  return {
+    id: record.id,
+    eventId: record.eventId,
+    eventType: record.eventType,
+    status: record.status,
+    attempts: record.attempts,
+    maxAttempts: record.attempts - record.roundAttempts + record.roundSize,
+    nextAttemptAt: isoOrNull(record.nextAttemptAt),
+    createdAt: isoTime(record.createdAt),
+    updatedAt: isoTime(record.updatedAt),
+    lastAttempt: last ? { at: isoTime(last.at), statusCode: last.statusCode, durationMs: last.durationMs, error: last.error } : null,
+  };
+}
+
+export function presentDeliveryDetail(record: DeliveryRecord) {
+  return {
+    ...presentDelivery(record),
+    attemptLog: record.attemptLog.map((attempt) => ({
+      attempt: attempt.attempt,
+      at: isoTime(attempt.at),
+      statusCode: attempt.statusCode,
+      durationMs: attempt.durationMs,
+      error: attempt.error,
+      responseBody: attempt.responseBody,
+    })),
+    transitions: record.transitions.map((transition) => ({ from: transition.from, to: transition.to, event: transition.event, at: isoTime(transition.at) })),
+  };
+}

@@ -1,0 +1,38 @@
+import type { FastifyInstance } from 'fastify';
+import { HooklineError } from '../../errors.js';
+import { idLowerBound } from '../../store/ids.js';
+import { queryDeliveries } from '../../store/delivery-query.js';
+import { presentDelivery, presentDeliveryDetail } from '../present.js';
+import { deliveryIdParams, deliveryListQuery, parseInput, redriveBody } from '../schemas.js';
+import type { HttpDeps } from '../server.js';
+
+export function registerDeliveryRoutes(app: FastifyInstance, { engine }: HttpDeps): void {
+  app.get('/logs/webhook-deliveries', async (request) => {
+    const query = parseInput(deliveryListQuery, request.query, 'query');
+    const page = queryDeliveries(engine.store, request.projectId, query);
+    return { data: page.data.map(presentDelivery), nextCursor: page.nextCursor };
+  });
+
+  app.get('/logs/webhook-deliveries/:id', async (request) => {
+    const { id } = parseInput(deliveryIdParams, request.params, 'params');
+    const record = engine.store.getDelivery(request.projectId, id);
+    if (!record) throw new HooklineError('HOOKLINE_ERR_DELIVERY_NOT_FOUND', `no delivery ${id} in this project`);
+    return presentDeliveryDetail(record);
+  });
+
+  app.post('/logs/webhook-deliveries/:id/retry', async (request, reply) => {
+    const { id } = parseInput(deliveryIdParams, request.params, 'params');
+    const record = await engine.actorFor(request.projectId).retry(id);
+    return reply.status(202).send(presentDelivery(record));
+  });
+
+  app.post('/logs/webhook-deliveries/redrive', async (request, reply) => {
+    const filter = parseInput(redriveBody, request.body, 'body');
+    const redriven = await engine.actorFor(request.projectId).redrive({
+      ...(filter.since !== undefined ? { fromId: idLowerBound('dlv', filter.since) } : {}),
+      ...(filter.until !== undefined ? { toId: idLowerBound('dlv', filter.until) } : {}),
+      ...(filter.eventType !== undefined ? { eventType: filter.eventType } : {}),
+    });
+    return reply.status(202).send({ redriven });
+  });
+}

@@ -1,0 +1,83 @@
+import Fastify from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Engine } from '../actors/engine.js';
+import { HooklineError, isHooklineError } from '../errors.js';
+import type { EmbeddedTransport } from '../transport/embedded.js';
+import { registerAdminRoutes } from './routes/admin.js';
+import { registerDeliveryRoutes } from './routes/deliveries.js';
+import { registerEventRoutes } from './routes/events.js';
+import { registerOpsRoutes } from './routes/ops.js';
+import { registerWebhookRoutes } from './routes/webhook.js';
+
+export interface HttpDeps {
+  engine: Engine;
+  embedded: EmbeddedTransport;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The project the bearer key names; set by the auth hook on every /v1 route. */
+    projectId: string;
+  }
+}
+
+/** Fastify's own error codes that are the client's fault, mapped to ours. */
+const FASTIFY_ERRORS: Record<string, HooklineError['code']> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'HOOKLINE_ERR_PAYLOAD_TOO_LARGE',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'HOOKLINE_ERR_UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'HOOKLINE_ERR_VALIDATION',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'HOOKLINE_ERR_BAD_JSON',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'HOOKLINE_ERR_BAD_JSON',
+};
+
+function toHooklineError(error: unknown): HooklineError {
+  if (isHooklineError(error)) return error;
+  const fastifyCode = (error as { code?: string }).code;
+  const mapped = fastifyCode ? FASTIFY_ERRORS[fastifyCode] : undefined;
+  if (mapped) return new HooklineError(mapped, (error as Error).message, { cause: error });
+  if (error instanceof SyntaxError || (error as { statusCode?: number }).statusCode === 400) return new HooklineError('HOOKLINE_ERR_BAD_JSON', 'the body is not valid JSON', { cause: error });
+  return new HooklineError('HOOKLINE_ERR_INTERNAL', 'internal error; the server log has the details', { cause: error });
+}
+
+function bearerToken(request: FastifyRequest): string | null {
+  const header = request.headers.authorization;
+  if (typeof header !== 'string') return null;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match ? match[1]! : null;
+}
+
+/** The management API: thin routes over the engine. Every error leaves as `{"error":{…}}`. */
+export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseLogger } = {}): FastifyInstance {
+  const app = Fastify({
+    ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
+    bodyLimit: deps.engine.settings.maxBodyBytes,
+  }) as unknown as FastifyInstance;
+  app.decorateRequest('projectId', '');
+  // JSON only: any other content type is a 415, not something parsed as text.
+  app.removeContentTypeParser(['text/plain']);
+
+  app.setErrorHandler((error, request, reply) => {
+    const hooklineError = toHooklineError(error);
+    if (hooklineError.status >= 500) request.log.error({ err: error }, hooklineError.message);
+    reply.status(hooklineError.status).send(hooklineError.toJSON());
+  });
+  app.setNotFoundHandler((request, reply) => {
+    reply.status(404).send(new HooklineError('HOOKLINE_ERR_NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`).toJSON());
+  });
+
+  app.register(async (v1) => {
+    v1.addHook('onRequest', async (request: FastifyRequest, _reply: FastifyReply) => {
+      const token = bearerToken(request);
+      const projectId = token ? deps.engine.authenticate(token) : null;
+      if (!projectId) throw new HooklineError('HOOKLINE_ERR_UNAUTHORIZED', 'send "authorization: Bearer <API key>" with a key of this Hookline');
+      request.projectId = projectId;
+    });
+    registerWebhookRoutes(v1, deps);
+    registerEventRoutes(v1, deps);
+    registerDeliveryRoutes(v1, deps);
+  }, { prefix: '/v1' });
+
+  registerAdminRoutes(app, deps, bearerToken);
+  registerOpsRoutes(app, deps);
+  return app;
+}
