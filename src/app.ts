@@ -6,6 +6,7 @@ import type { EngineOptions } from './actors/engine.js';
 import type { Settings } from './config/settings.js';
 import { buildHttpServer } from './http/server.js';
 import { EmbeddedTransport } from './transport/embedded.js';
+import { NatsTransport } from './transport/nats.js';
 
 export interface Hookline {
   engine: Engine;
@@ -35,7 +36,11 @@ export function createLogger(settings: Settings): PinoLogger {
 export async function startHookline(settings: Settings, options: StartOptions = {}): Promise<Hookline> {
   const logger = options.logger ?? createLogger(settings);
   const embedded = new EmbeddedTransport();
-  const engine = await Engine.start({ ...options, settings, logger, transports: [embedded, ...(options.transports ?? [])] });
+  const transports = [embedded, ...(options.transports ?? [])];
+  if (settings.natsUrl) {
+    transports.push(new NatsTransport({ servers: settings.natsUrl, stream: settings.natsStream, subjectPrefix: settings.natsSubjectPrefix, durable: settings.natsDurable }));
+  }
+  const engine = await Engine.start({ ...options, settings, logger, transports });
   const http = buildHttpServer({ engine, embedded }, { logger });
   try {
     const { generatedApiKey } = await engine.ensureDefaultProject();

@@ -8,6 +8,7 @@ export const ERROR_CODES = {
   HOOKLINE_ERR_BAD_JSON: { apiCode: 'invalid_json', status: 400, retryable: false, doc: 'The body is not valid JSON.' },
   HOOKLINE_ERR_UNAUTHORIZED: { apiCode: 'unauthorized', status: 401, retryable: false, doc: 'Missing or unknown bearer key.' },
   HOOKLINE_ERR_NOT_FOUND: { apiCode: 'not_found', status: 404, retryable: false, doc: 'No such route or resource for this project.' },
+  HOOKLINE_ERR_UNKNOWN_PROJECT: { apiCode: 'unknown_project', status: 404, retryable: false, doc: 'An event named a project this Hookline does not have (NATS subject hookline.events.<projectId>); create it first.' },
   HOOKLINE_ERR_DELIVERY_NOT_FOUND: { apiCode: 'delivery_not_found', status: 404, retryable: false, doc: 'No delivery with that id in this project.' },
   HOOKLINE_ERR_EVENT_NOT_FOUND: { apiCode: 'event_not_found', status: 404, retryable: false, doc: 'No stored event with that id in this project.' },
   HOOKLINE_ERR_WEBHOOK_NOT_CONFIGURED: { apiCode: 'webhook_not_configured', status: 404, retryable: false, doc: 'The project has no webhook yet: PUT /v1/webhook first.' },
@@ -20,6 +21,7 @@ export const ERROR_CODES = {
   HOOKLINE_ERR_SHUTTING_DOWN: { apiCode: 'shutting_down', status: 503, retryable: true, doc: 'The node is draining after SIGTERM; send the event again to another node or after restart.' },
   HOOKLINE_ERR_STORAGE: { apiCode: 'storage_unavailable', status: 503, retryable: true, doc: 'The event could not be written durably; nothing was accepted. Try again later.' },
   HOOKLINE_ERR_CONFIG: { apiCode: 'invalid_configuration', status: 500, retryable: false, doc: 'A setting (environment variable or CLI flag) is invalid; the message names it.' },
+  HOOKLINE_ERR_NATS_UNAVAILABLE: { apiCode: 'nats_unavailable', status: 503, retryable: true, doc: 'HOOKLINE_NATS_URL is set but NATS could not be reached or JetStream set up; start NATS (with -js) or unset the variable.' },
   HOOKLINE_ERR_INTERNAL: { apiCode: 'internal_error', status: 500, retryable: true, doc: 'An unexpected failure; the log has the details.' },
 } as const;
 

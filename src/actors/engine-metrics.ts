@@ -4,6 +4,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 export class EngineMetrics {
   readonly registry = new Registry();
   readonly eventsIngested = new Counter({ name: 'hookline_events_ingested_total', help: 'Events accepted, by whether they matched the webhook', labelNames: ['matched'] as const, registers: [this.registry] });
+  readonly eventsRejected = new Counter({ name: 'hookline_events_rejected_total', help: 'Inbound messages refused and recorded in the rejected-events log, by reason', labelNames: ['reason'] as const, registers: [this.registry] });
   readonly attempts = new Counter({ name: 'hookline_delivery_attempts_total', help: 'Delivery attempts by outcome (success, failure error class)', labelNames: ['outcome'] as const, registers: [this.registry] });
   readonly deliveriesFinished = new Counter({ name: 'hookline_deliveries_total', help: 'Deliveries that reached succeeded or dead_lettered', labelNames: ['status'] as const, registers: [this.registry] });
   readonly attemptSeconds = new Histogram({

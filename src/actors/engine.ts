@@ -2,11 +2,11 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import type { Settings } from '../config/settings.js';
 import { HooklineError } from '../errors.js';
-import { idLowerBound, newProjectId } from '../store/ids.js';
+import { idLowerBound, newProjectId, newSortableId } from '../store/ids.js';
 import { HooklineStore } from '../store/store.js';
 import type { EventInput } from '../transport/event-input.js';
 import { HttpSender } from '../transport/http-sender.js';
-import type { EventSink, InboundTransport } from '../transport/types.js';
+import type { EventSink, InboundTransport, Rejection } from '../transport/types.js';
 import type { Clock } from './clock.js';
 import { systemClock } from './clock.js';
 import { DeliveryScheduler } from './delivery-scheduler.js';
@@ -100,7 +100,7 @@ export class Engine implements EventSink {
   actorFor(projectId: string): ProjectActor {
     let actor = this.actors.get(projectId);
     if (!actor) {
-      if (!this.store.getProject(projectId)) throw new HooklineError('HOOKLINE_ERR_NOT_FOUND', `unknown project ${projectId}`);
+      if (!this.store.getProject(projectId)) throw new HooklineError('HOOKLINE_ERR_UNKNOWN_PROJECT', `unknown project ${projectId}`);
       actor = new ProjectActor(projectId, {
         store: this.store,
         scheduler: this.scheduler,
@@ -122,6 +122,13 @@ export class Engine implements EventSink {
   ingest(projectId: string, input: EventInput): Promise<IngestResult> {
     if (this.stopping) return Promise.reject(new HooklineError('HOOKLINE_ERR_SHUTTING_DOWN', 'this node is draining; send the event again shortly'));
     return this.actorFor(projectId).ingest(input);
+  }
+
+  async reject(rejection: Rejection): Promise<void> {
+    const now = this.clock.now();
+    await this.store.putRejectedEvent({ ...rejection, id: newSortableId('rej', now), receivedAt: now });
+    this.metrics.eventsRejected.inc({ reason: rejection.reason });
+    this.logger.warn({ projectId: rejection.projectId, source: rejection.source, reason: rejection.reason }, 'inbound event rejected');
   }
 
   // Projects and keys ---------------------------------------------------------------------------

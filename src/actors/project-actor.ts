@@ -222,13 +222,16 @@ export class ProjectActor {
       if (delivery.status === 'succeeded') throw new HooklineError('HOOKLINE_ERR_DELIVERY_SUCCEEDED', `delivery ${deliveryId} already succeeded; replay its event to send it again`);
       throw new HooklineError('HOOKLINE_ERR_DELIVERY_IN_PROGRESS', `delivery ${deliveryId} is ${delivery.status}; it will be attempted without a retry`);
     }
-    await this.apply(delivery, 'RETRY', step);
-    return this.deps.store.getDelivery(this.projectId, deliveryId)!;
+    // The record as the RETRY step left it: re-reading the store could show a later step, since
+    // the attempt it makes due may start (and commit) in the same write batch.
+    const record = await this.apply(delivery, 'RETRY', step);
+    if (!record) throw new HooklineError('HOOKLINE_ERR_DELIVERY_NOT_FOUND', `no delivery ${deliveryId} in this project`);
+    return record;
   }
 
   /** Starts a new round for every dead-lettered delivery that matches; returns how many. */
   async redrive(filter: { fromId?: string; toId?: string; eventType?: string }): Promise<number> {
-    const writes: Promise<void>[] = [];
+    const writes: Promise<unknown>[] = [];
     for (const id of this.deps.store.deliveryIdsByStatus(this.projectId, 'dead_lettered', filter)) {
       if (this.live.has(id)) continue;
       const record = this.deps.store.getDelivery(this.projectId, id);
@@ -355,9 +358,10 @@ export class ProjectActor {
 
   /**
    * Applies a machine step to the live delivery, runs its effects and persists it. The returned
-   * promise resolves when the change is committed; terminal deliveries leave memory only then.
+   * promise resolves with the stored record once the change is committed; terminal deliveries
+   * leave memory only then.
    */
-  private apply(delivery: LiveDelivery, event: DeliveryEventType, step: DeliveryStep, attemptInfo?: { attempt: DeliveryRecord['attemptLog'][number]; outcome: AttemptOutcome }): Promise<void> {
+  private apply(delivery: LiveDelivery, event: DeliveryEventType, step: DeliveryStep, attemptInfo?: { attempt: DeliveryRecord['attemptLog'][number]; outcome: AttemptOutcome }): Promise<DeliveryRecord | undefined> {
     const now = this.deps.clock.now();
     delivery.status = step.state;
     delivery.counters = step.context;

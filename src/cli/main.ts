@@ -2,9 +2,10 @@
 import { isHooklineError } from '../errors.js';
 import type { CliCommand } from './command.js';
 import { keysCommand } from './keys.js';
+import { publishCommand } from './publish.js';
 import { serveCommand } from './serve.js';
 
-const commands: CliCommand[] = [serveCommand, keysCommand];
+const commands: CliCommand[] = [serveCommand, keysCommand, publishCommand];
 
 function overview(): string {
   const width = Math.max(...commands.map((command) => command.name.length));

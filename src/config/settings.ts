@@ -18,6 +18,10 @@ export interface Settings {
   allowPrivateNetworks: boolean;
   maxBodyBytes: number;
   natsUrl: string | null;
+  /** JetStream stream, subject prefix and durable consumer of the NATS transport. */
+  natsStream: string;
+  natsSubjectPrefix: string;
+  natsDurable: string;
   /** How long terminal deliveries are kept for the log API. */
   retentionMs: number;
   /** An endpoint whose every attempt failed for this long is disabled. */
@@ -53,6 +57,9 @@ const environmentSchema = z.object({
   HOOKLINE_ALLOW_PRIVATE_NETWORKS: flag.default(false),
   HOOKLINE_MAX_BODY: parsed(parseByteSize).default(262_144),
   HOOKLINE_NATS_URL: optionalText,
+  HOOKLINE_NATS_STREAM: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only').default('HOOKLINE_EVENTS'),
+  HOOKLINE_NATS_SUBJECT_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'dot-separated tokens without wildcards').default('hookline.events'),
+  HOOKLINE_NATS_DURABLE: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only').default('hookline'),
   HOOKLINE_RETENTION: parsed(parseDuration).default(30 * 24 * 3600_000),
   HOOKLINE_DISABLE_AFTER: parsed(parseDuration).default(5 * 24 * 3600_000),
   HOOKLINE_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(50),
@@ -81,6 +88,9 @@ export function settingsFromEnvironment(environment: Record<string, string | und
     allowPrivateNetworks: env.HOOKLINE_ALLOW_PRIVATE_NETWORKS,
     maxBodyBytes: env.HOOKLINE_MAX_BODY,
     natsUrl: env.HOOKLINE_NATS_URL,
+    natsStream: env.HOOKLINE_NATS_STREAM,
+    natsSubjectPrefix: env.HOOKLINE_NATS_SUBJECT_PREFIX,
+    natsDurable: env.HOOKLINE_NATS_DURABLE,
     retentionMs: env.HOOKLINE_RETENTION,
     disableAfterMs: env.HOOKLINE_DISABLE_AFTER,
     endpointConcurrency: env.HOOKLINE_ENDPOINT_CONCURRENCY,

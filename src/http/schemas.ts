@@ -44,3 +44,8 @@ export const deliveryIdParams = z.object({ id: z.string().min(1).max(200) });
 export const eventIdParams = z.object({ eventId: z.string().min(1).max(200) });
 
 export const createProjectBody = z.strictObject({ name: z.string().trim().min(1).max(100) });
+
+export const rejectedEventsQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(250).default(50),
+  cursor: z.string().regex(/^rej_[0-9A-Z]{26}$/, 'must be a nextCursor from a previous page').optional(),
+});

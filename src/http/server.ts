@@ -7,6 +7,7 @@ import { registerAdminRoutes } from './routes/admin.js';
 import { registerDeliveryRoutes } from './routes/deliveries.js';
 import { registerEventRoutes } from './routes/events.js';
 import { registerOpsRoutes } from './routes/ops.js';
+import { registerRejectedEventRoutes } from './routes/rejected-events.js';
 import { registerWebhookRoutes } from './routes/webhook.js';
 
 export interface HttpDeps {
@@ -75,6 +76,7 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
     registerWebhookRoutes(v1, deps);
     registerEventRoutes(v1, deps);
     registerDeliveryRoutes(v1, deps);
+    registerRejectedEventRoutes(v1, deps);
   }, { prefix: '/v1' });
 
   registerAdminRoutes(app, deps, bearerToken);

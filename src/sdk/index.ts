@@ -40,3 +40,5 @@ export type {
   WebhookStatus,
 } from './types.js';
 export { DELIVERY_STATUSES, EVENT_TYPES, METADATA_KEYS } from './types.js';
+export type { PublishEventOptions, PublishEventResult } from './nats.js';
+export { publishEvent } from './nats.js';

@@ -98,3 +98,17 @@ export interface DeliveryChange {
   transitions: TransitionRecord[];
   attempt?: AttemptRecord;
 }
+
+/** An inbound message that could not be accepted (NATS): terminated at the source, kept here. */
+export interface RejectedEventRecord {
+  id: string;
+  projectId: string;
+  /** Where it came from, e.g. `nats:hookline.events.default#42` (subject and stream sequence). */
+  source: string;
+  reason: string;
+  message: string;
+  details: Array<{ path?: string; message: string }>;
+  receivedAt: number;
+  /** The first bytes of the payload as text, for diagnosis. */
+  payload: string;
+}

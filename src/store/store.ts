@@ -1,6 +1,6 @@
 import { open, type Database, type RootDatabase } from 'lmdb';
 import type { DeliveryStatus } from '../machines/index.js';
-import type { DeliveryChange, DeliveryRecord, EventRecord, ProjectRecord, WebhookRecord } from './records.js';
+import type { DeliveryChange, DeliveryRecord, EventRecord, ProjectRecord, RejectedEventRecord, WebhookRecord } from './records.js';
 
 type ProjectKey = [projectId: string, id: string];
 type StatusKey = [projectId: string, status: DeliveryStatus, deliveryId: string];
@@ -31,6 +31,7 @@ export class HooklineStore {
   readonly events: Database<EventRecord, ProjectKey>;
   readonly deliveries: Database<DeliveryRecord, ProjectKey>;
   readonly deliveriesByStatus: Database<true, StatusKey>;
+  readonly rejectedEvents: Database<RejectedEventRecord, ProjectKey>;
 
   constructor(options: StoreOptions) {
     this.root = open({ path: options.path, ...(options.mapSize ? { mapSize: options.mapSize } : {}) });
@@ -40,6 +41,7 @@ export class HooklineStore {
     this.events = this.root.openDB({ name: 'events' });
     this.deliveries = this.root.openDB({ name: 'deliveries' });
     this.deliveriesByStatus = this.root.openDB({ name: 'deliveries-by-status' });
+    this.rejectedEvents = this.root.openDB({ name: 'rejected-events' });
   }
 
   // Projects and keys -------------------------------------------------------------------------
@@ -112,12 +114,15 @@ export class HooklineStore {
     this.deliveriesByStatus.put([projectId, delivery.status, delivery.id], true);
   }
 
-  /** Applies one machine step (and the attempt it recorded, if any) to the stored delivery. */
-  async applyDeliveryChange(projectId: string, deliveryId: string, change: DeliveryChange): Promise<void> {
-    await this.root.transaction(() => {
+  /**
+   * Applies one machine step (and the attempt it recorded, if any) to the stored delivery. Resolves
+   * with the record as this step left it (later steps may already be queued behind it).
+   */
+  async applyDeliveryChange(projectId: string, deliveryId: string, change: DeliveryChange): Promise<DeliveryRecord | undefined> {
+    return this.root.transaction(() => {
       const key: ProjectKey = [projectId, deliveryId];
       const record = this.deliveries.get(key);
-      if (!record) return;
+      if (!record) return undefined;
       if (record.status !== change.status) {
         this.deliveriesByStatus.remove([projectId, record.status, deliveryId]);
         this.deliveriesByStatus.put([projectId, change.status, deliveryId], true);
@@ -131,6 +136,7 @@ export class HooklineStore {
       record.transitions.push(...change.transitions);
       if (change.attempt) record.attemptLog.push(change.attempt);
       this.deliveries.put(key, record);
+      return record;
     });
   }
 
@@ -146,6 +152,26 @@ export class HooklineStore {
       if (bounds.toId !== undefined && id >= bounds.toId) continue;
       yield id;
     }
+  }
+
+  // Rejected inbound events ------------------------------------------------------------------
+
+  async putRejectedEvent(record: RejectedEventRecord): Promise<void> {
+    await this.rejectedEvents.put([record.projectId, record.id], record);
+  }
+
+  /** Rejected events of one project (or of all, when projectId is null), newest first, before `beforeId`. */
+  listRejectedEvents(projectId: string | null, limit: number, beforeId?: string): RejectedEventRecord[] {
+    const range = projectId === null
+      ? this.rejectedEvents.getRange({ reverse: true })
+      : this.rejectedEvents.getRange({ start: [projectId, beforeId ?? '\uffff'], end: [projectId, ''], reverse: true });
+    const page: RejectedEventRecord[] = [];
+    for (const { value } of range) {
+      if (beforeId !== undefined && value.id >= beforeId) continue;
+      page.push(value);
+      if (page.length === limit) break;
+    }
+    return page;
   }
 
   /** How many deliveries of every project are in `status` (a metrics reading, not a hot path). */

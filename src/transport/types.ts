@@ -1,5 +1,8 @@
 import type { IngestResult } from '../actors/project-actor.js';
+import type { RejectedEventRecord } from '../store/records.js';
 import type { EventInput } from './event-input.js';
+
+export type Rejection = Omit<RejectedEventRecord, 'id' | 'receivedAt'>;
 
 /** Where inbound transports hand accepted events: the engine. */
 export interface EventSink {
@@ -8,6 +11,8 @@ export interface EventSink {
    * Rejects with a coded HooklineError (unknown project, id conflict, shutting down, storage).
    */
   ingest(projectId: string, input: EventInput): Promise<IngestResult>;
+  /** Records an inbound message that will not be accepted; resolves once that record is durable. */
+  reject(rejection: Rejection): Promise<void>;
 }
 
 /**

@@ -1,0 +1,35 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { SendEventInput } from './types.js';
+
+export interface PublishEventOptions {
+  /** Must match the server's HOOKLINE_NATS_SUBJECT_PREFIX. @default "hookline.events" */
+  subjectPrefix?: string;
+}
+
+export interface PublishEventResult {
+  /** The event id, sent as `Nats-Msg-Id` (generated when the event had none). */
+  id: string;
+  /** The JetStream stream sequence of the message. */
+  seq: number;
+  /** True when JetStream dropped it as a repeat of the same `Nats-Msg-Id` within its window. */
+  duplicate: boolean;
+}
+
+function newEventId(): string {
+  return `evt_${globalThis.crypto.randomUUID().replaceAll('-', '')}`;
+}
+
+/**
+ * Publishes an event for Hookline on JetStream (`<prefix>.<projectId>`), for producers that talk NATS
+ * directly. The event id doubles as `Nats-Msg-Id`, so a publisher that retries after a lost ack does
+ * not create a second event. Resolves once JetStream has stored the message.
+ * `@nats-io/jetstream` is loaded only when this is called, so the rest of the SDK needs no NATS.
+ */
+export async function publishEvent(connection: NatsConnection, projectId: string, event: SendEventInput, options: PublishEventOptions = {}): Promise<PublishEventResult> {
+  const { jetstream } = await import('@nats-io/jetstream');
+  const id = event.id ?? newEventId();
+  const timestamp = event.timestamp instanceof Date ? event.timestamp.toISOString() : event.timestamp;
+  const body = JSON.stringify({ ...event, id, ...(timestamp !== undefined ? { timestamp } : {}) });
+  const ack = await jetstream(connection).publish(`${options.subjectPrefix ?? 'hookline.events'}.${projectId}`, body, { msgID: id });
+  return { id, seq: ack.seq, duplicate: ack.duplicate };
+}
