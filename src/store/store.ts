@@ -18,7 +18,7 @@ export interface StoreOptions {
 /**
  * LMDB persistence. Writes are asynchronous and lmdb-js commits every write issued in one event-loop
  * turn in one transaction, so concurrent ingests share a commit (and its fsync) instead of paying one
- * each. A returned promise resolves once the commit is on disk: only then is an event acknowledged.
+ * each. `writeIngest` resolves once the commit is flushed to disk: only then is an event acknowledged.
  *
  * Reads outside a transaction see committed data only, so read-modify-write of a delivery happens
  * inside `transaction()`, where the changes queued before it are visible and applied in order.
@@ -96,6 +96,8 @@ export class HooklineStore {
       this.events.put([projectId, event.id], event);
       if (delivery) this.putNewDelivery(projectId, delivery);
     });
+    // With overlappingSync a commit is visible before it is on disk; an acknowledged event must be on disk.
+    await this.root.flushed;
   }
 
   /** Stores a replay: a new delivery of a stored event, linked from the event. */
