@@ -18,6 +18,9 @@ export const ERROR_CODES = {
   HOOKLINE_ERR_DELIVERY_SUCCEEDED: { apiCode: 'delivery_succeeded', status: 409, retryable: false, doc: 'The delivery already succeeded; replay the event to send it again.' },
   HOOKLINE_ERR_PAYLOAD_TOO_LARGE: { apiCode: 'payload_too_large', status: 413, retryable: false, doc: 'The body exceeds HOOKLINE_MAX_BODY.' },
   HOOKLINE_ERR_UNSUPPORTED_MEDIA_TYPE: { apiCode: 'unsupported_media_type', status: 415, retryable: false, doc: 'Send content-type: application/json.' },
+  HOOKLINE_ERR_RATE_LIMITED: { apiCode: 'rate_limited', status: 429, retryable: true, doc: 'The project sent more requests per second than HOOKLINE_RATE_LIMIT allows; wait for Retry-After seconds.' },
+  HOOKLINE_ERR_OVERLOADED: { apiCode: 'overloaded', status: 503, retryable: true, doc: 'HOOKLINE_MAX_LIVE_DELIVERIES deliveries are already waiting; nothing was stored. Send again after Retry-After seconds.' },
+  HOOKLINE_ERR_STORAGE_FULL: { apiCode: 'storage_full', status: 503, retryable: true, doc: 'The data directory reached HOOKLINE_MAX_DATA_SIZE or the disk is full; nothing was stored. Free space or raise the limit; delivery of stored events continues.' },
   HOOKLINE_ERR_SHUTTING_DOWN: { apiCode: 'shutting_down', status: 503, retryable: true, doc: 'The node is draining after SIGTERM; send the event again to another node or after restart.' },
   HOOKLINE_ERR_STORAGE: { apiCode: 'storage_unavailable', status: 503, retryable: true, doc: 'The event could not be written durably; nothing was accepted. Try again later.' },
   HOOKLINE_ERR_CONFIG: { apiCode: 'invalid_configuration', status: 500, retryable: false, doc: 'A setting (environment variable or CLI flag) is invalid; the message names it.' },
@@ -39,8 +42,10 @@ export class HooklineError extends Error {
   readonly apiCode: string;
   readonly retryable: boolean;
   readonly details: ErrorDetail[];
+  /** When set, sent as the `Retry-After` header (seconds). */
+  readonly retryAfterSeconds: number | undefined;
 
-  constructor(code: HooklineErrorCode, message: string, options: { details?: ErrorDetail[]; cause?: unknown } = {}) {
+  constructor(code: HooklineErrorCode, message: string, options: { details?: ErrorDetail[]; cause?: unknown; retryAfterSeconds?: number } = {}) {
     super(message, { cause: options.cause });
     this.name = 'HooklineError';
     this.code = code;
@@ -49,6 +54,7 @@ export class HooklineError extends Error {
     this.apiCode = entry.apiCode;
     this.retryable = entry.retryable;
     this.details = options.details ?? [];
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 
   toJSON(): { error: { code: string; message: string; details: ErrorDetail[] } } {

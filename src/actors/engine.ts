@@ -5,6 +5,7 @@ import { HooklineError } from '../errors.js';
 import { idLowerBound, newProjectId, newSortableId } from '../store/ids.js';
 import { HooklineStore } from '../store/store.js';
 import type { EventInput } from '../transport/event-input.js';
+import { isBlockedAddress } from '../transport/address-guard.js';
 import { HttpSender } from '../transport/http-sender.js';
 import type { EventSink, InboundTransport, Rejection } from '../transport/types.js';
 import type { Clock } from './clock.js';
@@ -56,6 +57,7 @@ export class Engine implements EventSink {
   private readonly sender: DeliverySender & { close?(): Promise<void> };
   private readonly logger: Logger;
   private readonly random: () => number;
+  private readonly liveBudget: { count: number; readonly max: number };
   private readonly transports: InboundTransport[];
   private pruneTimer: NodeJS.Timeout | null = null;
   private stopping: Promise<void> | null = null;
@@ -65,19 +67,26 @@ export class Engine implements EventSink {
     options: EngineOptions,
   ) {
     mkdirSync(settings.dataDir, { recursive: true });
-    this.store = new HooklineStore({ path: settings.dataDir, ...(options.mapSize ? { mapSize: options.mapSize } : {}) });
+    this.store = new HooklineStore({ path: settings.dataDir, maxDataBytes: settings.maxDataBytes, ...(options.mapSize ? { mapSize: options.mapSize } : {}) });
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? silentLogger;
-    this.sender = options.sender ?? new HttpSender({ timeoutMs: settings.deliveryTimeoutMs, maxConnectionsPerOrigin: settings.endpointConcurrency });
+    this.sender =
+      options.sender ??
+      new HttpSender({
+        timeoutMs: settings.deliveryTimeoutMs,
+        maxConnectionsPerOrigin: settings.endpointConcurrency,
+        ...(settings.allowPrivateNetworks ? {} : { isBlockedAddress }),
+      });
     this.transports = options.transports ?? [];
     this.scheduler = new DeliveryScheduler(this.clock, (entry) => this.actors.get(entry.projectId)?.onDue(entry.deliveryId, entry.dueAt));
     this.metrics = new EngineMetrics({
-      liveDeliveries: () => this.sumOverActors((actor) => actor.liveCount),
+      liveDeliveries: () => this.liveBudget.count,
       readyQueueDepth: () => this.sumOverActors((actor) => actor.readyCount),
       scheduledRetries: () => this.scheduler.size,
       deadLettered: () => this.store.countByStatus('dead_lettered'),
     });
     this.random = options.random ?? Math.random;
+    this.liveBudget = { count: 0, max: settings.maxLiveDeliveries };
   }
 
   /** Opens the store, resumes every live delivery, then starts the transports. */
@@ -113,6 +122,7 @@ export class Engine implements EventSink {
         retryJitter: this.settings.retryJitter,
         disableAfterMs: this.settings.disableAfterMs,
         endpointConcurrency: this.settings.endpointConcurrency,
+        liveBudget: this.liveBudget,
       });
       this.actors.set(projectId, actor);
     }

@@ -51,6 +51,8 @@ export interface ProjectActorDeps {
   retryJitter: boolean;
   disableAfterMs: number;
   endpointConcurrency: number;
+  /** Shared by every actor of the engine: deliveries held in memory, and the most allowed. */
+  liveBudget: { count: number; readonly max: number };
 }
 
 export interface IngestResult {
@@ -158,15 +160,25 @@ export class ProjectActor {
   }
 
   private async storeNewEvent(input: EventInput, eventId: string, fingerprint: string, now: number): Promise<IngestResult> {
-    const envelope = buildEnvelope(input, eventId, now);
     const matched = this.webhook !== undefined && this.webhook.eventTypes.includes(input.type);
+    if (matched && this.deps.liveBudget.count >= this.deps.liveBudget.max) {
+      throw new HooklineError('HOOKLINE_ERR_OVERLOADED', `${this.deps.liveBudget.count} deliveries are already waiting (HOOKLINE_MAX_LIVE_DELIVERIES); nothing was stored, send again shortly`, { retryAfterSeconds: 5 });
+    }
+    if (this.deps.store.isOverQuota()) {
+      throw new HooklineError('HOOKLINE_ERR_STORAGE_FULL', 'the data directory is at HOOKLINE_MAX_DATA_SIZE; nothing was stored. Free space or raise the limit; stored events are still being delivered', { retryAfterSeconds: 30 });
+    }
+    const envelope = buildEnvelope(input, eventId, now);
     const delivery = matched ? this.newDeliveryRecord(eventId, input.type, now) : null;
     const answer: IngestAnswer = { id: eventId, deliveryId: delivery?.id ?? null };
     const event: EventRecord = { id: eventId, type: input.type, fingerprint, envelope, createdAt: now, answer, deliveryIds: delivery ? [delivery.id] : [] };
     try {
       await this.deps.store.writeIngest(this.projectId, event, delivery);
     } catch (error) {
-      throw new HooklineError('HOOKLINE_ERR_STORAGE', 'the event could not be stored durably and was not accepted; send it again', { cause: error });
+      const code = (error as { code?: unknown }).code;
+      if (code === 'ENOSPC' || code === 'MDB_MAP_FULL' || /MDB_MAP_FULL|ENOSPC|No space left/.test(String((error as Error).message))) {
+        throw new HooklineError('HOOKLINE_ERR_STORAGE_FULL', 'the disk holding the data directory is full; nothing was stored. Free space; stored events are still being delivered', { cause: error, retryAfterSeconds: 30 });
+      }
+      throw new HooklineError('HOOKLINE_ERR_STORAGE', 'the event could not be stored durably and was not accepted; send it again', { cause: error, retryAfterSeconds: 1 });
     }
     this.deps.metrics.eventsIngested.inc({ matched: String(matched) });
     if (delivery) this.admit(delivery, envelope);
@@ -202,7 +214,7 @@ export class ProjectActor {
       envelope,
       queued: false,
     };
-    this.live.set(delivery.id, delivery);
+    this.hold(delivery);
     this.scheduleOrQueue(delivery);
   }
 
@@ -211,8 +223,9 @@ export class ProjectActor {
   /** Resumes a delivery found live in LMDB at start; one caught mid-attempt is attempted again. */
   restore(record: DeliveryRecord): void {
     this.admit(record, null);
-    const delivery = this.live.get(record.id)!;
-    if (delivery.status === 'delivering') this.step(delivery, 'ATTEMPT_INTERRUPTED');
+    // The stored status decides: a due `pending`/`retrying` delivery is already `delivering` again
+    // here, its new attempt started by `admit`, and must not be taken for an interrupted one.
+    if (record.status === 'delivering') this.step(this.live.get(record.id)!, 'ATTEMPT_INTERRUPTED');
   }
 
   async retry(deliveryId: string): Promise<DeliveryRecord> {
@@ -344,7 +357,7 @@ export class ProjectActor {
       responseBody: outcome.responseBody,
     };
     delivery.envelope = null;
-    void this.apply(delivery, event, step, { attempt, outcome });
+    this.inBackground(this.apply(delivery, event, step, { attempt, outcome }), delivery.id);
     this.trackEndpointHealth(outcome.ok);
     if (this.inflight === 0 && this.idleWaiters.length > 0) for (const wake of this.idleWaiters.splice(0)) wake();
     this.pump();
@@ -353,7 +366,7 @@ export class ProjectActor {
   private step(delivery: LiveDelivery, event: DeliveryEventType): void {
     const step = deliveryTable.next(delivery.status, delivery.counters, { type: event });
     if (!step) throw new HooklineError('HOOKLINE_ERR_INTERNAL', `delivery ${delivery.id}: ${event} is not allowed in ${delivery.status}`);
-    void this.apply(delivery, event, step);
+    this.inBackground(this.apply(delivery, event, step), delivery.id);
   }
 
   /**
@@ -366,7 +379,7 @@ export class ProjectActor {
     delivery.status = step.state;
     delivery.counters = step.context;
     delivery.nextAttemptAt = null;
-    this.live.set(delivery.id, delivery);
+    this.hold(delivery);
     this.runEffects(delivery, step.actions, now, attemptInfo?.outcome);
     if (step.state === 'pending') delivery.nextAttemptAt ??= now;
     const transitions: TransitionRecord[] = step.transitions.map((hop) => ({ from: hop.from, to: hop.to, event, at: now }));
@@ -383,11 +396,20 @@ export class ProjectActor {
     if (step.state === 'succeeded' || step.state === 'dead_lettered') {
       this.deps.metrics.deliveriesFinished.inc({ status: step.state });
       return committed.finally(() => {
-        if (this.live.get(delivery.id) === delivery && delivery.status === step.state) this.live.delete(delivery.id);
+        if (this.live.get(delivery.id) === delivery && delivery.status === step.state) this.release(delivery.id);
       });
     }
     if (step.state === 'pending' || step.state === 'retrying') this.scheduleOrQueue(delivery);
     return committed;
+  }
+
+  private hold(delivery: LiveDelivery): void {
+    if (!this.live.has(delivery.id)) this.deps.liveBudget.count++;
+    this.live.set(delivery.id, delivery);
+  }
+
+  private release(deliveryId: string): void {
+    if (this.live.delete(deliveryId)) this.deps.liveBudget.count--;
   }
 
   /** The machine's named effects, bound to this actor's scheduler and clock. */
@@ -430,11 +452,11 @@ export class ProjectActor {
     if (!webhook) return;
     const now = this.deps.clock.now();
     if (succeeded) {
-      if (webhook.failingSince !== null) void this.saveWebhook({ ...webhook, failingSince: null });
+      if (webhook.failingSince !== null) this.inBackground(this.saveWebhook({ ...webhook, failingSince: null }));
       return;
     }
     if (webhook.failingSince === null) {
-      void this.saveWebhook({ ...webhook, failingSince: now });
+      this.inBackground(this.saveWebhook({ ...webhook, failingSince: now }));
       return;
     }
     if (now - webhook.failingSince < this.deps.disableAfterMs) return;
@@ -442,7 +464,15 @@ export class ProjectActor {
     const disabled = disableWebhook(webhook, reason, now);
     if (!disabled) return;
     this.deps.logger.warn({ projectId: this.projectId, type: 'service.trigger.disabled', reason }, 'webhook endpoint disabled; PUT status "active" to resume (held deliveries are kept)');
-    void this.saveWebhook(disabled);
+    this.inBackground(this.saveWebhook(disabled));
+  }
+
+  /**
+   * A write nobody waits for (state already changed in memory). A failure is logged, never thrown:
+   * the delivery carries on from memory and its next write brings the record up to date.
+   */
+  private inBackground(write: Promise<unknown>, deliveryId?: string): void {
+    write.catch((error: unknown) => this.deps.logger.error({ err: error, projectId: this.projectId, deliveryId }, 'could not persist a state change; it is kept in memory and written with the next change'));
   }
 
   // Shutdown ------------------------------------------------------------------------------------

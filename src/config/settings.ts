@@ -28,6 +28,12 @@ export interface Settings {
   disableAfterMs: number;
   /** Attempts in flight to one endpoint at most. */
   endpointConcurrency: number;
+  /** API requests per second per project (token bucket, bursts of one second); 0 turns it off. */
+  rateLimit: number;
+  /** Deliveries held in memory at most; beyond it ingest answers 503. */
+  maxLiveDeliveries: number;
+  /** Size of the data directory above which ingest answers 503; 0 for no limit. */
+  maxDataBytes: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
@@ -63,6 +69,9 @@ const environmentSchema = z.object({
   HOOKLINE_RETENTION: parsed(parseDuration).default(30 * 24 * 3600_000),
   HOOKLINE_DISABLE_AFTER: parsed(parseDuration).default(5 * 24 * 3600_000),
   HOOKLINE_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(50),
+  HOOKLINE_RATE_LIMIT: z.coerce.number().int().min(0).default(20_000),
+  HOOKLINE_MAX_LIVE_DELIVERIES: z.coerce.number().int().min(1).default(1_000_000),
+  HOOKLINE_MAX_DATA_SIZE: parsed(parseByteSize).default(0),
   HOOKLINE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -94,6 +103,9 @@ export function settingsFromEnvironment(environment: Record<string, string | und
     retentionMs: env.HOOKLINE_RETENTION,
     disableAfterMs: env.HOOKLINE_DISABLE_AFTER,
     endpointConcurrency: env.HOOKLINE_ENDPOINT_CONCURRENCY,
+    rateLimit: env.HOOKLINE_RATE_LIMIT,
+    maxLiveDeliveries: env.HOOKLINE_MAX_LIVE_DELIVERIES,
+    maxDataBytes: env.HOOKLINE_MAX_DATA_SIZE,
     logLevel: env.HOOKLINE_LOG_LEVEL,
   };
 }

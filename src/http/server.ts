@@ -3,6 +3,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest }
 import type { Engine } from '../actors/engine.js';
 import { HooklineError, isHooklineError } from '../errors.js';
 import type { EmbeddedTransport } from '../transport/embedded.js';
+import { ProjectRateLimiter } from './rate-limit.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerDeliveryRoutes } from './routes/deliveries.js';
 import { registerEventRoutes } from './routes/events.js';
@@ -59,19 +60,25 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
 
   app.setErrorHandler((error, request, reply) => {
     const hooklineError = toHooklineError(error);
-    if (hooklineError.status >= 500) request.log.error({ err: error }, hooklineError.message);
+    if (hooklineError.status >= 500 && !hooklineError.retryable) request.log.error({ err: error }, hooklineError.message);
+    if (hooklineError.retryAfterSeconds !== undefined) reply.header('retry-after', String(hooklineError.retryAfterSeconds));
     reply.status(hooklineError.status).send(hooklineError.toJSON());
   });
   app.setNotFoundHandler((request, reply) => {
     reply.status(404).send(new HooklineError('HOOKLINE_ERR_NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`).toJSON());
   });
 
+  const rateLimiter = new ProjectRateLimiter(deps.engine.settings.rateLimit);
   app.register(async (v1) => {
     v1.addHook('onRequest', async (request: FastifyRequest, _reply: FastifyReply) => {
       const token = bearerToken(request);
       const projectId = token ? deps.engine.authenticate(token) : null;
       if (!projectId) throw new HooklineError('HOOKLINE_ERR_UNAUTHORIZED', 'send "authorization: Bearer <API key>" with a key of this Hookline');
       request.projectId = projectId;
+      const waitSeconds = rateLimiter.take(projectId);
+      if (waitSeconds > 0) {
+        throw new HooklineError('HOOKLINE_ERR_RATE_LIMITED', `more than ${deps.engine.settings.rateLimit} requests per second for this project; retry after ${waitSeconds} s`, { retryAfterSeconds: waitSeconds });
+      }
     });
     registerWebhookRoutes(v1, deps);
     registerEventRoutes(v1, deps);

@@ -7,7 +7,10 @@ import { decodeSecret } from './secret.js';
 export const DEFAULT_TOLERANCE_SECONDS = 300;
 
 const SIGNATURE_BYTES = 32;
-const TIMESTAMP_PATTERN = /^\d{1,15}$/;
+/** Digits a `webhook-timestamp` may have: up to 15, so the value is an exact double. */
+const TIMESTAMP_MAX_DIGITS = 15;
+/** Secrets whose decoded key a verifier keeps (receivers verify under a handful, during rotation two). */
+const SECRET_CACHE_SIZE = 16;
 const CANDIDATE_PREFIX = `${SIGNATURE_VERSION},`;
 
 export interface VerifyWebhookInput {
@@ -37,10 +40,22 @@ export interface VerifierOptions {
 
 export type WebhookVerifier = (input: VerifyWebhookInput) => Promise<boolean>;
 
+/** Unix seconds from a number, or from a string of 1 to 15 ASCII digits; `null` for anything else. */
 function parseTimestamp(timestamp: unknown): number | null {
   if (typeof timestamp === 'number') return Number.isSafeInteger(timestamp) && timestamp >= 0 ? timestamp : null;
-  if (typeof timestamp === 'string' && TIMESTAMP_PATTERN.test(timestamp)) return Number(timestamp);
-  return null;
+  if (typeof timestamp !== 'string' || timestamp.length === 0 || timestamp.length > TIMESTAMP_MAX_DIGITS) return null;
+  let seconds = 0;
+  for (let i = 0; i < timestamp.length; i++) {
+    const digit = timestamp.charCodeAt(i) - 48; /* 0 */
+    if (digit < 0 || digit > 9) return null;
+    seconds = seconds * 10 + digit;
+  }
+  return seconds;
+}
+
+/** The decimal text that is signed: the header itself when already canonical (no leading zero). */
+function timestampText(raw: unknown, seconds: number): string {
+  return typeof raw === 'string' && (raw.length === 1 || raw.charCodeAt(0) !== 48) ? raw : String(seconds);
 }
 
 /** Value of each base64 character by char code, -1 for characters outside the alphabet. */
@@ -50,20 +65,20 @@ for (const [value, char] of [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu
 }
 
 /**
- * Decodes the text after `v1,` when it is the one canonical base64 of 32 bytes (43 characters then
+ * Decodes `header[start, end)`, the text after `v1,`, when it is the one canonical base64 of 32 bytes (43 characters then
  * `=`, the last character's two spare bits zero), else `null`. Canonical only: atob ignores the
  * spare bits, so three other spellings of a valid signature would verify, whereas Standard Webhooks
  * compares the base64 text itself. Runs on every delivery, hence a table rather than regex + atob.
  */
-function decodeSignature(part: string, start: number): Uint8Array | null {
-  if (part.length - start !== 44 || part.charCodeAt(start + 43) !== 61 /* = */) return null;
+function decodeSignature(header: string, start: number, end: number): Uint8Array | null {
+  if (end - start !== 44 || header.charCodeAt(start + 43) !== 61 /* = */) return null;
   const bytes = new Uint8Array(SIGNATURE_BYTES);
   let bits = 0;
   let buffered = 0;
   let out = 0;
   let invalid = 0;
   for (let i = start; i < start + 43; i++) {
-    const code = part.charCodeAt(i);
+    const code = header.charCodeAt(i);
     const value = code < 128 ? BASE64_VALUES[code]! : -1;
     invalid |= value;
     bits = (bits << 6) | (value & 63);
@@ -77,14 +92,21 @@ function decodeSignature(part: string, start: number): Uint8Array | null {
   return invalid < 0 || (bits & 3) !== 0 ? null : bytes;
 }
 
-/** The decoded `v1` candidates of a header; other versions are ignored, malformed ones dropped. */
+/**
+ * The decoded `v1` candidates of a header; other versions are ignored, malformed ones dropped.
+ * Walks the separators by index rather than `split`, which would copy every part.
+ */
 function parseCandidates(header: unknown): Uint8Array[] {
   if (typeof header !== 'string') return [];
   const candidates: Uint8Array[] = [];
-  for (const part of header.split(CANDIDATE_SEPARATOR)) {
-    if (!part.startsWith(CANDIDATE_PREFIX)) continue;
-    const bytes = decodeSignature(part, CANDIDATE_PREFIX.length);
-    if (bytes) candidates.push(bytes);
+  for (let start = 0; start <= header.length; ) {
+    let end = header.indexOf(CANDIDATE_SEPARATOR, start);
+    if (end < 0) end = header.length;
+    if (header.startsWith(CANDIDATE_PREFIX, start)) {
+      const bytes = decodeSignature(header, start + CANDIDATE_PREFIX.length, end);
+      if (bytes) candidates.push(bytes);
+    }
+    start = end + CANDIDATE_SEPARATOR.length;
   }
   return candidates;
 }
@@ -96,11 +118,31 @@ function isBody(body: unknown): body is string | Uint8Array {
 /** Builds a verifier with an explicit HMAC backend and clock (tests, or pinning WebCrypto). */
 export function createWebhookVerifier(options: VerifierOptions = {}): WebhookVerifier {
   const now = options.now ?? Date.now;
-  // Kept across calls for the hot path: a receiver verifies many deliveries under one secret, so its
-  // key is decoded once; the default backend is awaited only until it has loaded.
-  let lastSecret: unknown;
+  // Kept across calls for the hot path: a receiver verifies many deliveries under a few secrets, so
+  // each key is decoded once (and stays the same object, which the node:crypto backend keys its
+  // precomputed HMAC pads on); the default backend is awaited only until it has loaded.
+  const keys = new Map<string, Uint8Array>(); // least recently used first
+  let lastSecret: string | undefined;
   let lastKey: Uint8Array | null = null;
   let backend = options.backend;
+
+  function keyFor(secret: unknown): Uint8Array | null {
+    if (typeof secret !== 'string') return null;
+    if (secret === lastSecret) return lastKey;
+    let key = keys.get(secret) ?? null;
+    if (key) {
+      keys.delete(secret);
+    } else {
+      key = decodeSecret(secret);
+      if (!key) return null;
+      if (keys.size >= SECRET_CACHE_SIZE) keys.delete(keys.keys().next().value!);
+    }
+    keys.set(secret, key);
+    lastSecret = secret;
+    lastKey = key;
+    return key;
+  }
+
   return async function verify(input) {
     try {
       if (input === null || typeof input !== 'object') return false;
@@ -108,18 +150,15 @@ export function createWebhookVerifier(options: VerifierOptions = {}): WebhookVer
       const tolerance = input.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
       if (typeof id !== 'string' || id.length === 0 || !isBody(body)) return false;
       if (typeof tolerance !== 'number' || !(tolerance >= 0)) return false;
-      const timestamp = parseTimestamp(input.timestamp);
+      const rawTimestamp = input.timestamp;
+      const timestamp = parseTimestamp(rawTimestamp);
       if (timestamp === null || Math.abs(now() / 1000 - timestamp) > tolerance) return false;
-      if (secret !== lastSecret || typeof secret !== 'string') {
-        lastKey = decodeSecret(secret);
-        lastSecret = secret;
-      }
-      const key = lastKey;
+      const key = keyFor(secret);
       const candidates = parseCandidates(signature);
       if (!key || candidates.length === 0) return false;
 
       backend ??= await loadDefaultBackend();
-      const signed = backend.sign(key, id, String(timestamp), body);
+      const signed = backend.sign(key, id, timestampText(rawTimestamp, timestamp), body);
       const expected = signed instanceof Uint8Array ? signed : await signed;
       // Compare against every candidate (no early exit) so timing does not reveal which one matched.
       let matched = false;

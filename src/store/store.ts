@@ -13,7 +13,15 @@ export interface StoreOptions {
    * @default lmdb-js's default
    */
   mapSize?: number;
+  /**
+   * Size of the data above which `isOverQuota()` says so (ingest then refuses new events).
+   * @default 0 (no limit)
+   */
+  maxDataBytes?: number;
 }
+
+/** How often the used size is re-read from LMDB's stats: often enough for a quota, cheap on ingest. */
+const QUOTA_CHECK_INTERVAL_MS = 250;
 
 /**
  * LMDB persistence. Writes are asynchronous and lmdb-js commits every write issued in one event-loop
@@ -33,7 +41,12 @@ export class HooklineStore {
   readonly deliveriesByStatus: Database<true, StatusKey>;
   readonly rejectedEvents: Database<RejectedEventRecord, ProjectKey>;
 
+  private readonly maxDataBytes: number;
+  private quotaCheckedAt = 0;
+  private overQuota = false;
+
   constructor(options: StoreOptions) {
+    this.maxDataBytes = options.maxDataBytes ?? 0;
     this.root = open({ path: options.path, ...(options.mapSize ? { mapSize: options.mapSize } : {}) });
     this.projects = this.root.openDB({ name: 'projects' });
     this.apiKeys = this.root.openDB({ name: 'api-keys' });
@@ -42,6 +55,18 @@ export class HooklineStore {
     this.deliveries = this.root.openDB({ name: 'deliveries' });
     this.deliveriesByStatus = this.root.openDB({ name: 'deliveries-by-status' });
     this.rejectedEvents = this.root.openDB({ name: 'rejected-events' });
+  }
+
+  /** True when the used pages of the environment exceed `maxDataBytes` (re-read every 250 ms). */
+  isOverQuota(): boolean {
+    if (this.maxDataBytes <= 0) return false;
+    const now = performance.now();
+    if (now - this.quotaCheckedAt >= QUOTA_CHECK_INTERVAL_MS) {
+      this.quotaCheckedAt = now;
+      const stats = this.root.getStats() as { lastPageNumber: number; pageSize: number };
+      this.overQuota = stats.lastPageNumber * stats.pageSize >= this.maxDataBytes;
+    }
+    return this.overQuota;
   }
 
   // Projects and keys -------------------------------------------------------------------------

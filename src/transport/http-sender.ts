@@ -4,12 +4,15 @@
  * the retry policy and the logs can branch on. Redirects are never followed (undici's `request`
  * does not follow them unless a redirect interceptor is installed, and none is).
  */
+import { lookup as dnsLookup } from 'node:dns';
+import type { LookupAddress, LookupOptions } from 'node:dns';
+import { isIP } from 'node:net';
 import { Pool } from 'undici';
 
 /** Stable class of a failed attempt. */
 export type AttemptErrorCode =
   | 'http_status' | 'timeout' | 'connection_refused' | 'connection_reset' | 'dns'
-  | 'tls' | 'invalid_response' | 'redirect' | 'aborted' | 'network';
+  | 'tls' | 'invalid_response' | 'redirect' | 'aborted' | 'network' | 'blocked_address';
 
 export interface AttemptOutcome {
   /** True for any 2xx answer whose exchange completed within the timeout. */
@@ -44,6 +47,12 @@ export interface HttpSenderOptions {
    * @default 4000 (undici's default)
    */
   readonly keepAliveTimeoutMs?: number;
+  /**
+   * The SSRF guard: when given, every address a callback host resolves to (and an IP literal host)
+   * is checked at connect time, and the attempt fails with `blocked_address` if any is refused.
+   * @default undefined (no check)
+   */
+  readonly isBlockedAddress?: (address: string) => boolean;
 }
 
 export interface SendRequest {
@@ -59,9 +68,34 @@ export interface SendRequest {
 const DEFAULT_MAX_CONNECTIONS_PER_ORIGIN = 50;
 const DEFAULT_MAX_RESPONSE_BYTES = 1024;
 const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 4_000;
+const BLOCKED_ADDRESS_CODE = 'HOOKLINE_BLOCKED_ADDRESS';
+
+type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/**
+ * A `lookup` for net/tls.connect that resolves every address of the host and refuses the connection
+ * when any of them is blocked, so a DNS name cannot smuggle a private address past the guard, and
+ * the socket connects to an address that was checked (no second resolution to race).
+ */
+function guardedLookup(isBlocked: (address: string) => boolean) {
+  return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
+    dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
+      if (error) return callback(error, []);
+      const blocked = addresses.find((entry) => isBlocked(entry.address));
+      if (blocked || addresses.length === 0) {
+        const refusal: NodeJS.ErrnoException = new Error(`${hostname} resolves to ${blocked?.address ?? 'no address'}, which callbacks may not reach (HOOKLINE_ALLOW_PRIVATE_NETWORKS=0)`);
+        refusal.code = BLOCKED_ADDRESS_CODE;
+        return callback(refusal, []);
+      }
+      if (options.all) return callback(null, addresses);
+      callback(null, addresses[0]!.address, addresses[0]!.family);
+    });
+  };
+}
 
 export class HttpSender {
-  readonly #options: Required<HttpSenderOptions>;
+  readonly #options: Required<Omit<HttpSenderOptions, 'isBlockedAddress'>>;
+  readonly #isBlockedAddress: ((address: string) => boolean) | undefined;
   readonly #pools = new Map<string, Pool>();
   #closed = false;
 
@@ -75,6 +109,7 @@ export class HttpSender {
       maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
       keepAliveTimeoutMs: options.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
     };
+    this.#isBlockedAddress = options.isBlockedAddress;
   }
 
   async send(request: SendRequest): Promise<AttemptOutcome> {
@@ -93,6 +128,10 @@ export class HttpSender {
     }
     if (this.#closed) {
       return failure(elapsed(), 'aborted', 'sender closed');
+    }
+    const literalHost = target.hostname.replace(/^\[|\]$/g, '');
+    if (this.#isBlockedAddress && isIP(literalHost) !== 0 && this.#isBlockedAddress(literalHost)) {
+      return failure(elapsed(), 'blocked_address', `${literalHost} is an address callbacks may not reach (HOOKLINE_ALLOW_PRIVATE_NETWORKS=0)`);
     }
     if (request.signal?.aborted) {
       return failure(elapsed(), 'aborted', 'aborted');
@@ -168,7 +207,7 @@ export class HttpSender {
       pool = new Pool(origin, {
         connections: maxConnectionsPerOrigin,
         keepAliveTimeout: keepAliveTimeoutMs,
-        connect: { timeout: timeoutMs },
+        connect: { timeout: timeoutMs, ...(this.#isBlockedAddress ? { lookup: guardedLookup(this.#isBlockedAddress) } : {}) },
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
       });
@@ -228,6 +267,7 @@ export function parseRetryAfter(value: string | string[] | undefined, now: numbe
 }
 
 const ERROR_CLASSES: ReadonlyArray<readonly [AttemptErrorCode, string, (code: string) => boolean]> = [
+  ['blocked_address', 'address not allowed', (code) => code === BLOCKED_ADDRESS_CODE],
   ['timeout', 'timeout', (code) => ['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT'].includes(code)],
   ['connection_refused', 'connection refused', (code) => code === 'ECONNREFUSED'],
   // undici reports a peer that hangs up mid-exchange as UND_ERR_SOCKET ("other side closed").
@@ -242,6 +282,8 @@ const ERROR_CLASSES: ReadonlyArray<readonly [AttemptErrorCode, string, (code: st
 /** Classifies by error `code`, looking through `cause` and happy-eyeballs `AggregateError`s. */
 function classifyError(error: unknown): [AttemptErrorCode, string] {
   const codes = collectCodes(error, 0);
+  const refusal = findBlockedAddressError(error, 0);
+  if (refusal) return ['blocked_address', refusal];
   for (const [errorCode, reason, matches] of ERROR_CLASSES) {
     const code = codes.find(matches);
     if (code !== undefined) {
@@ -250,6 +292,17 @@ function classifyError(error: unknown): [AttemptErrorCode, string] {
   }
   const message = error instanceof Error ? error.message : String(error);
   return ['network', codes[0] === undefined ? `network error: ${message}` : `network error (${codes[0]}): ${message}`];
+}
+
+function findBlockedAddressError(error: unknown, depth: number): string | null {
+  if (depth > 4 || typeof error !== 'object' || error === null) return null;
+  const { code, cause, errors, message } = error as { code?: unknown; cause?: unknown; errors?: unknown; message?: unknown };
+  if (code === BLOCKED_ADDRESS_CODE && typeof message === 'string') return message;
+  for (const inner of Array.isArray(errors) ? errors : []) {
+    const found = findBlockedAddressError(inner, depth + 1);
+    if (found) return found;
+  }
+  return findBlockedAddressError(cause, depth + 1);
 }
 
 function collectCodes(error: unknown, depth: number): string[] {

@@ -132,7 +132,9 @@ export class NatsTransport implements InboundTransport {
   private async reject(sink: EventSink, message: JsMsg, rejection: Rejection): Promise<void> {
     try {
       await sink.reject(rejection);
-      message.term(rejection.reason);
+      // A bare +TERM: servers before 2.10.4 ignore "+TERM <reason>" and would redeliver the message
+      // after ack_wait, forever. The reason is in our rejected-events log.
+      message.term();
     } catch {
       message.nak(this.options.nakDelayMs ?? 1000);
     }

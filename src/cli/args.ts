@@ -1,0 +1,130 @@
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { parseByteSize, parseDuration } from '../config/duration.js';
+import { decodeSecret } from '../signing/secret.js';
+import type { CliIo } from './io.js';
+
+/** The flags a command accepts, as `node:util` parseArgs declares them. */
+export type FlagSpec = Record<string, { type: 'string' | 'boolean'; short?: string }>;
+
+export type ParsedArgs<T> = { ok: true; value: T } | { ok: false; exitCode: 2 };
+
+/**
+ * Parses `args` against `flags`, then validates the values (and the positionals, under the key
+ * `positionals`) with `schema`. On any problem it prints what is wrong, flag by flag, and how to get
+ * the usage, and returns exit code 2: the caller returns it as it is.
+ */
+export function parseCommandArgs<S extends z.ZodType>(io: CliIo, command: string, args: readonly string[], flags: FlagSpec, schema: S): ParsedArgs<z.output<S>> {
+  let raw: { values: Record<string, unknown>; positionals: string[] };
+  try {
+    raw = parseArgs({ args: [...args], options: flags, strict: true, allowPositionals: true }) as typeof raw;
+  } catch (error) {
+    return { ok: false, exitCode: usageProblem(io, command, [(error as Error).message.split('. To specify')[0] ?? 'bad arguments']) };
+  }
+  const result = schema.safeParse({ ...raw.values, positionals: raw.positionals });
+  if (result.success) return { ok: true, value: result.data };
+  const problems = result.error.issues.map((issue) => {
+    const name = issue.path[0];
+    return name === undefined || name === 'positionals' ? issue.message : `--${String(name)}: ${issue.message}`;
+  });
+  return { ok: false, exitCode: usageProblem(io, command, problems) };
+}
+
+/** Prints problems and where to find the usage; returns 2, the exit code of a usage error. */
+export function usageProblem(io: CliIo, command: string, problems: readonly string[]): 2 {
+  io.stderr.write(`${problems.map((problem) => `hookline ${command}: ${problem}`).join('\n')}\nRun "hookline ${command} --help" for usage.\n`);
+  return 2;
+}
+
+/** A flag given as text that must be present. */
+export function requiredText(hint: string) {
+  return z.string({ error: `is required: ${hint}` }).min(1, `must not be empty: ${hint}`);
+}
+
+/** A `whsec_…` secret, from the flag or else `fallback` (an environment variable's value). */
+export function secretFlag(fallback: string | undefined, hint: string) {
+  return z
+    .string()
+    .optional()
+    .transform((value) => value ?? fallback)
+    .pipe(
+      z
+        .string({ error: `is required: ${hint}` })
+        .refine((secret) => decodeSecret(secret) !== null, 'must be "whsec_" followed by base64, as GET /v1/webhook/secret shows it'),
+    );
+}
+
+/** An integer flag within [min, max], with a default when absent. */
+export function integerFlag(min: number, max: number, fallback: number, what: string) {
+  return z
+    .string()
+    .optional()
+    .transform((text, context) => {
+      if (text === undefined) return fallback;
+      const value = Number(text);
+      if (!/^-?\d+$/.test(text.trim()) || !Number.isSafeInteger(value) || value < min || value > max) {
+        context.addIssue({ code: 'custom', message: `must be ${what}, an integer from ${min} to ${max} (got ${JSON.stringify(text)})` });
+        return z.NEVER;
+      }
+      return value;
+    });
+}
+
+/** A positive number flag (e.g. a rate), with a default when absent. */
+export function positiveNumberFlag(max: number, fallback: number, what: string) {
+  return z
+    .string()
+    .optional()
+    .transform((text, context) => {
+      if (text === undefined) return fallback;
+      const value = Number(text);
+      if (text.trim() === '' || !Number.isFinite(value) || value <= 0 || value > max) {
+        context.addIssue({ code: 'custom', message: `must be ${what}, a number above 0 and at most ${max} (got ${JSON.stringify(text)})` });
+        return z.NEVER;
+      }
+      return value;
+    });
+}
+
+/** A flag parsed by one of the settings parsers (`5s`, `1mb`), with a default when absent. */
+function parsedFlag(parse: (text: string) => number, fallback: number, min: number) {
+  return z
+    .string()
+    .optional()
+    .transform((text, context) => {
+      if (text === undefined) return fallback;
+      try {
+        const value = parse(text);
+        if (value >= min) return value;
+        context.addIssue({ code: 'custom', message: `must be at least ${min} (got ${JSON.stringify(text)})` });
+      } catch (error) {
+        context.addIssue({ code: 'custom', message: (error as Error).message });
+      }
+      return z.NEVER;
+    });
+}
+
+/** A duration such as `500ms`, `15s`, `2m`, in milliseconds. */
+export const durationFlag = (fallback: number, min = 1) => parsedFlag(parseDuration, fallback, min);
+
+/** A size such as `64kb`, `1mb`, in bytes. */
+export const byteSizeFlag = (fallback: number, min = 1) => parsedFlag(parseByteSize, fallback, min);
+
+/** An absolute http(s) URL. */
+export function urlFlag(hint: string) {
+  return requiredText(hint).refine((text) => {
+    try {
+      const url = new URL(text);
+      return url.protocol === 'http:' || url.protocol === 'https:';
+    } catch {
+      return false;
+    }
+  }, `must be an absolute http:// or https:// URL: ${hint}`);
+}
+
+/** Writes the command's help to stdout when asked; true when it did. */
+export function printedHelp(io: CliIo, args: readonly string[], help: string): boolean {
+  if (!args.includes('--help') && !args.includes('-h')) return false;
+  io.stdout.write(`${help}\n`);
+  return true;
+}
