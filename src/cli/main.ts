@@ -1,11 +1,16 @@
 #!/usr/bin/env node
 import { isHooklineError } from '../errors.js';
 import type { CliCommand } from './command.js';
+import { diagramCommand } from './diagram.js';
+import { fuzzCommand } from './fuzz.js';
+import { inspectCommand } from './inspect.js';
 import { keysCommand } from './keys.js';
 import { publishCommand } from './publish.js';
+import { receiveCommand } from './receive.js';
+import { replayCommand } from './replay.js';
 import { serveCommand } from './serve.js';
 
-const commands: CliCommand[] = [serveCommand, keysCommand, publishCommand];
+const commands: CliCommand[] = [serveCommand, keysCommand, publishCommand, receiveCommand, fuzzCommand, replayCommand, inspectCommand, diagramCommand];
 
 function overview(): string {
   const width = Math.max(...commands.map((command) => command.name.length));

@@ -26,7 +26,8 @@ export function progressBar(stream: CliStream, title: string, now: () => number 
       const ratio = total > 0 ? Math.min(1, done / total) : 0;
       const filled = Math.round(ratio * BAR_WIDTH);
       const line = `${title} [${'#'.repeat(filled)}${'.'.repeat(BAR_WIDTH - filled)}] ${String(Math.floor(ratio * 100)).padStart(3)}% ${done}/${total} ${label}`;
-      const width = Math.max(20, (stream.columns ?? 80) - 1);
+      // A terminal that reports no usable width (some pseudo-terminals say 0) gets the classic 80.
+      const width = (stream.columns ?? 0) > 20 ? stream.columns! - 1 : 79;
       stream.write(`\r${line.slice(0, width)}\u001b[K`);
       drawn = true;
     },

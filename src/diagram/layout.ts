@@ -34,6 +34,12 @@ export interface EdgeRoute {
   readonly lines: readonly string[];
 }
 
+interface MutableRoute extends Omit<EdgeRoute, 'label'> {
+  label: EdgeRoute['label'];
+  /** Set on edges routed around the states they span. */
+  lane?: { side: 'left' | 'right'; x: number };
+}
+
 export interface DiagramLayout {
   readonly nodes: ReadonlyMap<string, NodeBox>;
   readonly routes: readonly EdgeRoute[];
@@ -43,13 +49,13 @@ export interface DiagramLayout {
 export const NODE_FONT_SIZE = 13;
 export const LABEL_FONT_SIZE = 11;
 const NODE_HEIGHT = 36;
-const RANK_GAP = 150;
-const NODE_GAP = 150;
+const RANK_GAP = 160;
+const NODE_GAP = 110;
 const LANE_GAP = 34;
 
 /** Text width estimate for a sans-serif font (no font metrics without a renderer). */
 export function textWidth(text: string, fontSize: number): number {
-  return text.length * fontSize * 0.58;
+  return text.length * fontSize * 0.62;
 }
 
 const round = (value: number): number => Math.round(value * 10) / 10;
@@ -87,15 +93,21 @@ export function layoutDiagram(graph: MachineGraph): DiagramLayout {
   const byRank: string[][] = [];
   for (const state of graph.states) (byRank[ranks.get(state)!] ??= []).push(state);
 
+  // Room on a state's right for its self-loops and their labels, so a neighbour never sits on them.
+  const loopRoom = (state: string): number => {
+    const loops = graph.edges.filter((edge) => edge.from === state && edge.to === state);
+    return loops.length === 0 ? 0 : 44 + 30 * (loops.length - 1) + Math.max(...loops.map((edge) => labelWidth(labelLines(edge))));
+  };
   const nodes = new Map<string, NodeBox>();
   byRank.forEach((states, rank) => {
     const widths = states.map((state) => Math.max(110, textWidth(state, NODE_FONT_SIZE) + 36));
-    const total = widths.reduce((sum, width) => sum + width, 0) + NODE_GAP * (states.length - 1);
+    const gaps = states.map((state, index) => (index === states.length - 1 ? 0 : NODE_GAP + loopRoom(state)));
+    const total = widths.reduce((sum, width) => sum + width, 0) + gaps.reduce((sum, gap) => sum + gap, 0);
     let left = -total / 2;
     states.forEach((state, index) => {
       const width = widths[index]!;
       nodes.set(state, { state, x: round(left + width / 2), y: rank * RANK_GAP, width: round(width), height: NODE_HEIGHT });
-      left += width + NODE_GAP;
+      left += width + gaps[index]!;
     });
   });
 
@@ -112,8 +124,8 @@ export function layoutDiagram(graph: MachineGraph): DiagramLayout {
     }
   }
 
-  const routes = graph.edges.map((edge): EdgeRoute => {
-    const lines = edgeDetail(edge) === '' ? [edgeTrigger(edge)] : [edgeTrigger(edge), edgeDetail(edge)];
+  const routes = graph.edges.map((edge): MutableRoute => {
+    const lines = labelLines(edge);
     const from = box(edge.from);
     const to = box(edge.to);
     const span = ranks.get(edge.to)! - ranks.get(edge.from)!;
@@ -144,15 +156,20 @@ export function layoutDiagram(graph: MachineGraph): DiagramLayout {
       const start = exitPoint(from, control);
       const end = exitPoint(to, control);
       const middle = point(0.25 * start.x + 0.5 * control.x + 0.25 * end.x, 0.25 * start.y + 0.5 * control.y + 0.25 * end.y);
-      return { edge, lines, path: `M${format(start)} Q${format(control)} ${format(end)}`, points: [start, control, end], label: { ...middle, anchor: 'middle' } };
+      // The label goes on the outer side of the curve: where it bends, or where it leans.
+      const lean = bend !== 0 ? normal.x * bend : to.x - from.x;
+      const anchor = Math.abs(lean) < 1 ? 'middle' : lean < 0 ? 'end' : 'start';
+      const label = { x: round(middle.x + (anchor === 'end' ? -6 : anchor === 'start' ? 6 : 0)), y: middle.y, anchor } as const;
+      return { edge, lines, path: `M${format(start)} Q${format(control)} ${format(end)}`, points: [start, control, end], label };
     }
 
     if (span === 0) {
+      // A shallow arc, so its label (at the apex) stays clear of the labels between ranks.
       const over = from.x < to.x;
-      const lift = over ? -70 : 70;
-      const start = point(from.x, from.y + (over ? -1 : 1) * (from.height / 2));
-      const end = point(to.x, to.y + (over ? -1 : 1) * (to.height / 2));
-      const control = point((from.x + to.x) / 2, from.y + lift * 1.6);
+      const direction = over ? -1 : 1;
+      const start = point(from.x, from.y + (direction * from.height) / 2);
+      const end = point(to.x, to.y + (direction * to.height) / 2);
+      const control = point((from.x + to.x) / 2, start.y + direction * 48);
       const middle = point((start.x + end.x) / 4 + control.x / 2, (start.y + end.y) / 4 + control.y / 2);
       return { edge, lines, path: `M${format(start)} Q${format(control)} ${format(end)}`, points: [start, control, end], label: { ...middle, anchor: 'middle' } };
     }
@@ -180,9 +197,30 @@ export function layoutDiagram(graph: MachineGraph): DiagramLayout {
       path: `M${format(start)} C${format(c1)} ${format(c2)} ${format(end)}`,
       points: [start, c1, c2, end],
       label: { x: round(middle.x + (side === 'left' ? -6 : 6)), y: middle.y, anchor: side === 'left' ? 'end' : 'start' },
+      lane: { side, x: laneX },
     };
   });
 
+  // Labels of the edges that go around: beyond the outermost lane of their side, stacked.
+  for (const side of ['left', 'right'] as const) {
+    const around = routes.filter((route) => route.lane?.side === side);
+    if (around.length === 0) continue;
+    const outer = side === 'left' ? Math.min(...around.map((route) => route.lane!.x)) - 6 : Math.max(...around.map((route) => route.lane!.x)) + 6;
+    around.forEach((route, index) => {
+      const height = route.lines.length * (LABEL_FONT_SIZE + 3) + 8;
+      route.label = { x: round(outer), y: round(route.label.y + (index - (around.length - 1) / 2) * height), anchor: side === 'left' ? 'end' : 'start' };
+    });
+  }
+
   const initial = box(graph.initial);
   return { nodes, routes, start: point(initial.x, initial.y - initial.height / 2 - 46) };
+}
+
+function labelLines(edge: GraphEdge): string[] {
+  return edgeDetail(edge) === '' ? [edgeTrigger(edge)] : [edgeTrigger(edge), edgeDetail(edge)];
+}
+
+/** Width of a label's box: the widest line, the first one bold. */
+export function labelWidth(lines: readonly string[]): number {
+  return Math.max(...lines.map((line, index) => textWidth(line, index === 0 ? LABEL_FONT_SIZE + 1 : LABEL_FONT_SIZE - 1))) + 8;
 }

@@ -1,7 +1,7 @@
 import type { MachineGraph } from './graph.js';
 import { edgeLabel } from './graph.js';
 import type { Point } from './layout.js';
-import { LABEL_FONT_SIZE, NODE_FONT_SIZE, layoutDiagram, textWidth } from './layout.js';
+import { LABEL_FONT_SIZE, NODE_FONT_SIZE, labelWidth, layoutDiagram } from './layout.js';
 
 const MARGIN = 24;
 const LINE_HEIGHT = LABEL_FONT_SIZE + 3;
@@ -27,7 +27,7 @@ export function renderSvg(graph: MachineGraph): string {
   const labels: string[] = [];
   for (const route of layout.routes) {
     bounds.push(...route.points);
-    const width = Math.max(...route.lines.map((line, index) => textWidth(line, index === 0 ? LABEL_FONT_SIZE : LABEL_FONT_SIZE - 1))) + 8;
+    const width = labelWidth(route.lines);
     const height = route.lines.length * LINE_HEIGHT + 4;
     const left = route.label.anchor === 'start' ? route.label.x - 4 : route.label.anchor === 'end' ? route.label.x - width + 4 : route.label.x - width / 2;
     const top = route.label.y - height / 2;
@@ -50,7 +50,8 @@ export function renderSvg(graph: MachineGraph): string {
   }
 
   const states: string[] = [];
-  for (const node of layout.nodes.values()) {
+  for (const state of graph.states) {
+    const node = layout.nodes.get(state)!;
     const x = node.x - node.width / 2;
     const y = node.y - node.height / 2;
     const transient = graph.transients.includes(node.state);

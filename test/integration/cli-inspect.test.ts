@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { createInspectCommand } from '../../src/cli/inspect.js';
+import { machineGraph } from '../../src/diagram/index.js';
+import { matchPath } from '../../src/inspect/timeline.js';
+import { captureIo } from '../helpers/cli.js';
+import { API_KEY, configureReceiver, startTestHookline, waitForDeliveryStatus } from '../helpers/hookline.js';
+import { startReceiver } from '../helpers/receiver.js';
+
+/** `hookline inspect` prints a delivery's transitions, from the API, beside the delivery machine. */
+
+async function failedOnceThenSucceeded() {
+  const hookline = await startTestHookline();
+  const receiver = await startReceiver({ respond: (_delivery, index) => ({ status: index === 0 ? 500 : 204 }) });
+  await configureReceiver(hookline, receiver);
+  const sent = await hookline.client.sendEvent({ type: 'service.trigger.event', data: { n: 1 } });
+  const detail = await waitForDeliveryStatus(hookline.client, sent.deliveryId!, 'succeeded');
+  return { hookline, sent, detail };
+}
+
+describe('hookline inspect', () => {
+  it('prints the transitions as a timeline beside the machine edges they took, and the path', async () => {
+    const { hookline, sent, detail } = await failedOnceThenSucceeded();
+    const io = captureIo({ HOOKLINE_URL: hookline.url, HOOKLINE_API_KEY: API_KEY });
+    expect(await createInspectCommand(io).run([sent.deliveryId!])).toBe(0);
+    const out = io.out();
+    expect(out).toContain(`delivery ${sent.deliveryId} of event ${sent.id} (service.trigger.event)`);
+    expect(out).toContain('status succeeded after 2 of at most 3 attempts');
+    expect(out).toContain('path: [*] → pending → delivering → failed → retrying → delivering → succeeded');
+    const lines = out.split('\n');
+    // Each transition is a row of the timeline; the machine's edges stand beside them.
+    expect(lines.find((line) => line.includes('[*] → pending'))).toMatch(/\+0 ms +\[\*\] → pending +CREATED +1× +\[\*\] → pending$/);
+    expect(out).toMatch(/^\d{2}:\d{2}:\d{2}\.\d{3} +\+\d+ ms +delivering → failed +ATTEMPT_FAILED +attempt 1: HTTP 500 in \d+ ms /m);
+    expect(out).toMatch(/^\d{2}:\d{2}:\d{2}\.\d{3} +\+\d+ ms +failed → retrying +ATTEMPT_FAILED /m);
+    expect(out).toMatch(/^\d{2}:\d{2}:\d{2}\.\d{3} +\+\d+ ms +delivering → succeeded +ATTEMPT_SUCCEEDED +attempt 2: HTTP 204 in \d+ ms /m);
+    // Beside it, every edge of the machine with how often this delivery took it.
+    expect(out).toMatch(/ 1× +pending → delivering {2}START_ATTEMPT$/m);
+    expect(out).toMatch(/ 1× +failed → retrying {2}always \[hasAttemptsLeft\] \/ scheduleRetry$/m);
+    expect(out).toMatch(/ 1× +retrying → delivering {2}START_ATTEMPT$/m);
+    expect(out).toMatch(/ · +dead_lettered → pending {2}REDRIVE \/ startRound$/m);
+    expect(out).not.toContain('not in the machine');
+    // Every recorded transition is an edge of the machine.
+    expect(matchPath(machineGraph('delivery'), detail).every((step) => step.known)).toBe(true);
+  });
+
+  it('draws the path on the Mermaid diagram, and gives JSON', async () => {
+    const { hookline, sent } = await failedOnceThenSucceeded();
+    const mermaid = captureIo();
+    expect(await createInspectCommand(mermaid).run([sent.deliveryId!, '--url', hookline.url, '--api-key', API_KEY, '--format', 'mermaid'])).toBe(0);
+    expect(mermaid.out()).toContain('    delivering --> failed: ATTEMPT_FAILED / countAttempt ×1\n');
+    expect(mermaid.out()).toContain('    class pending,delivering,failed,retrying,succeeded visited\n');
+    expect(mermaid.out()).toContain('    dead_lettered --> pending: REDRIVE / startRound\n');
+    const json = captureIo();
+    expect(await createInspectCommand(json).run([sent.deliveryId!, '--url', hookline.url, '--api-key', API_KEY, '--format', 'json'])).toBe(0);
+    const parsed = JSON.parse(json.out()) as { delivery: { id: string }; path: { to: string; known: boolean }[] };
+    expect(parsed.delivery.id).toBe(sent.deliveryId);
+    expect(parsed.path.map((step) => step.to)).toEqual(['pending', 'delivering', 'failed', 'retrying', 'delivering', 'succeeded']);
+  });
+
+  it('says what is wrong: a wrong key, an unknown delivery, no server, bad arguments', async () => {
+    const hookline = await startTestHookline();
+    const wrongKey = captureIo({ HOOKLINE_URL: hookline.url, HOOKLINE_API_KEY: 'nope' });
+    expect(await createInspectCommand(wrongKey).run(['dlv_01ABC'])).toBe(1);
+    expect(wrongKey.err()).toMatch(/answered 401 unauthorized: .*: check --api-key \(or HOOKLINE_API_KEY\)/);
+    const unknown = captureIo({ HOOKLINE_URL: hookline.url, HOOKLINE_API_KEY: API_KEY });
+    expect(await createInspectCommand(unknown).run(['dlv_01ABC'])).toBe(1);
+    expect(unknown.err()).toMatch(/answered 404 delivery_not_found: .*: check the id, and that the key belongs to its project/);
+    const down = captureIo({ HOOKLINE_API_KEY: API_KEY, HOOKLINE_PORT: '9' });
+    expect(await createInspectCommand(down).run(['dlv_01ABC'])).toBe(1);
+    expect(down.err()).toContain('cannot reach Hookline at http://127.0.0.1:9');
+    const bad = captureIo();
+    expect(await createInspectCommand(bad).run(['evt_1', '--format', 'png'])).toBe(2);
+    expect(bad.err()).toContain('hookline inspect: --api-key: is required: --api-key KEY (or HOOKLINE_API_KEY)');
+    expect(bad.err()).toContain('hookline inspect: --format: must be text, mermaid or json');
+    expect(bad.err()).toContain('hookline inspect: the DELIVERY_ID must look like dlv_… (copy it from the delivery log)');
+    const help = captureIo();
+    expect(await createInspectCommand(help).run(['--help'])).toBe(0);
+    expect(help.out()).toContain('GET /v1/logs/webhook-deliveries/:id');
+  });
+});

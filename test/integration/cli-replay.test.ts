@@ -1,0 +1,122 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { createReplayCommand, parseTimeFlag } from '../../src/cli/replay.js';
+import { createPacer } from '../../src/replay/replay-run.js';
+import { generateSecret } from '../../src/sdk/index.js';
+import { captureIo } from '../helpers/cli.js';
+import { allDeliveries, configureReceiver, startTestHookline, waitForDeliveryStatus } from '../helpers/hookline.js';
+import type { TestHookline } from '../helpers/hookline.js';
+import { startReceiver } from '../helpers/receiver.js';
+import type { Receiver } from '../helpers/receiver.js';
+
+/** `hookline replay` re-sends stored events, read from a running node's LMDB, to another target. */
+
+async function hooklineWithEvents(): Promise<{ hookline: TestHookline; primary: Receiver; ids: string[] }> {
+  const hookline = await startTestHookline();
+  const primary = await startReceiver();
+  await configureReceiver(hookline, primary);
+  const ids: string[] = [];
+  for (const [type, n] of [['service.trigger.event', 1], ['service.connected_account.expired', 2], ['service.trigger.event', 3]] as const) {
+    const sent = await hookline.client.sendEvent({ type, data: { n, text: 'héllo / wörld' } });
+    await waitForDeliveryStatus(hookline.client, sent.deliveryId!, 'succeeded');
+    ids.push(sent.id);
+  }
+  return { hookline, primary, ids };
+}
+
+async function replay(hookline: TestHookline, ...args: string[]) {
+  const io = captureIo({ HOOKLINE_DATA_DIR: hookline.dataDir });
+  const code = await createReplayCommand(io).run(args);
+  return { code, out: io.out(), err: io.err() };
+}
+
+describe('hookline replay', () => {
+  it('re-sends the stored envelopes byte for byte, oldest first, signed with the given secret, at most --rate a second', async () => {
+    const { hookline, primary, ids } = await hooklineWithEvents();
+    const staging = await startReceiver();
+    staging.secret = generateSecret();
+
+    const { code, out } = await replay(hookline, '--from', '1h', '--target', staging.url, '--secret', staging.secret, '--rate', '20');
+    expect(code, out).toBe(0);
+    expect(out).toContain(`replaying 3 events of project "default" accepted from `);
+    expect(out).toMatch(/replayed 3 of 3 events in \d+\.\d s: 3 answered 2xx, 0 failed; answers: 204×3/);
+
+    expect(staging.received.map((delivery) => delivery.envelope.id)).toEqual(ids);
+    for (const delivery of staging.received) {
+      expect(delivery.verified).toBe(true);
+      expect(delivery.webhookId).toMatch(/^rpl_/);
+      const original = primary.received.find((one) => one.envelope.id === delivery.envelope.id)!;
+      expect(delivery.body.equals(original.body)).toBe(true);
+      expect(delivery.webhookId).not.toBe(original.webhookId);
+    }
+    // 20 a second: starts at least 50 ms apart (a little slack for timer granularity).
+    const arrivals = staging.received.map((delivery) => delivery.receivedAt);
+    expect(arrivals[2]! - arrivals[0]!).toBeGreaterThanOrEqual(90);
+    // The log is untouched: no delivery was made by the replay.
+    expect(await allDeliveries(hookline.client)).toHaveLength(3);
+  });
+
+  it('selects by --type and --to, and lists with --dry-run', async () => {
+    const { hookline, ids } = await hooklineWithEvents();
+    const staging = await startReceiver();
+    staging.secret = generateSecret();
+    const typed = await replay(hookline, '--from', '2020-01-01T00:00:00Z', '--type', 'service.connected_account.expired', '--target', staging.url, '--secret', staging.secret);
+    expect(typed.code).toBe(0);
+    expect(staging.received.map((delivery) => delivery.envelope.id)).toEqual([ids[1]]);
+
+    const none = await replay(hookline, '--from', '2020-01-01', '--to', '2021-01-01', '--target', staging.url, '--secret', staging.secret);
+    expect(none.code).toBe(0);
+    expect(none.out).toContain('no stored events of project "default" accepted from 2020-01-01T00:00:00.000+00:00 to 2021-01-01T00:00:00.000+00:00');
+
+    const dry = await replay(hookline, '--from', '1d', '--target', staging.url, '--secret', staging.secret, '--dry-run');
+    expect(dry.code).toBe(0);
+    expect(dry.out).toContain('would replay 3 events');
+    for (const id of ids) expect(dry.out).toMatch(new RegExp(`  ${id}  service\\.\\S+  \\S+\\+00:00  \\d+ bytes`));
+    expect(staging.received).toHaveLength(1);
+  });
+
+  it('summarises failed sends and exits 1', async () => {
+    const { hookline, ids } = await hooklineWithEvents();
+    const staging = await startReceiver({ respond: (_delivery, index) => ({ status: index === 1 ? 500 : 204 }) });
+    const { code, out } = await replay(hookline, '--from', '1h', '--target', staging.url, '--secret', generateSecret(), '--rate', '1000');
+    expect(code).toBe(1);
+    expect(out).toMatch(/replayed 3 of 3 events in .*: 2 answered 2xx, 1 failed; answers: 204×2 500×1/);
+    expect(out).toContain(`  FAILED ${ids[1]} (service.connected_account.expired, accepted `);
+    expect(out).toContain('): HTTP 500');
+  });
+
+  it('refuses bad options and a directory without Hookline data, saying what to do', async () => {
+    const io = captureIo();
+    expect(await createReplayCommand(io).run(['--from', 'yesterday', '--to', 'soon', '--type', 'x', '--rate', '0'])).toBe(2);
+    expect(io.err()).toContain('hookline replay: --from: must be an ISO 8601 time (2026-05-01T10:00:00Z) or a duration ago (30m, 2h, 7d) (got "yesterday")');
+    expect(io.err()).toContain('hookline replay: --type: must be one of service.trigger.event, service.connected_account.expired, service.trigger.disabled');
+    expect(io.err()).toContain('hookline replay: --target: is required');
+    expect(io.err()).toContain('hookline replay: --rate: must be sends a second, a number above 0');
+    const missing = captureIo({ HOOKLINE_DATA_DIR: '/nonexistent/hookline-data' });
+    expect(await createReplayCommand(missing).run(['--from', '1h', '--target', 'http://127.0.0.1:9/', '--secret', generateSecret()])).toBe(1);
+    expect(missing.err()).toContain('no Hookline data in /nonexistent/hookline-data: point --data-dir (or HOOKLINE_DATA_DIR)');
+    const help = captureIo();
+    expect(await createReplayCommand(help).run(['-h'])).toBe(0);
+    expect(help.out()).toContain('reads the events from the node\'s LMDB directory, read-only');
+  });
+
+  it('paces sends at most --rate a second, whatever the clock does', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 1000 }), fc.array(fc.integer({ min: 0, max: 50 }), { minLength: 1, maxLength: 30 }), async (rate, workTimes) => {
+        let clock = 1_000;
+        const starts: number[] = [];
+        const wait = createPacer(rate, () => clock, async (ms) => void (clock += ms));
+        for (const work of workTimes) {
+          await wait();
+          starts.push(clock);
+          clock += work;
+        }
+        for (let i = 1; i < starts.length; i++) expect(starts[i]! - starts[i - 1]!).toBeGreaterThanOrEqual(1000 / rate - 1e-9);
+      }),
+      { seed: 1122, numRuns: 200 },
+    );
+    expect(parseTimeFlag('2h', 10 * 3_600_000)).toBe(8 * 3_600_000);
+    expect(parseTimeFlag('2026-05-01T10:00:00+02:00', 0)).toBe(Date.parse('2026-05-01T08:00:00Z'));
+    expect(parseTimeFlag('May 1', 0)).toBeNull();
+  });
+});
