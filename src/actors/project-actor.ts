@@ -246,10 +246,13 @@ export class ProjectActor {
   async redrive(filter: { fromId?: string; toId?: string; eventType?: string }): Promise<number> {
     const writes: Promise<unknown>[] = [];
     for (const id of this.deps.store.deliveryIdsByStatus(this.projectId, 'dead_lettered', filter)) {
-      if (this.live.has(id)) continue;
+      // Still in memory: either already moved on (skip), or dead-lettered with the commit visible but
+      // not yet released from memory, which is a dead letter like any other.
+      const held = this.live.get(id);
+      if (held && held.status !== 'dead_lettered') continue;
       const record = this.deps.store.getDelivery(this.projectId, id);
       if (!record || (filter.eventType !== undefined && record.eventType !== filter.eventType)) continue;
-      const delivery = this.toLive(record);
+      const delivery = held ?? this.toLive(record);
       const step = deliveryTable.next(delivery.status, delivery.counters, { type: 'REDRIVE' });
       if (step) writes.push(this.apply(delivery, 'REDRIVE', step));
     }

@@ -1,3 +1,4 @@
+import { statfs } from 'node:fs/promises';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import type { DeliveryStatus } from '../machines/index.js';
 import type { DeliveryChange, DeliveryRecord, EventRecord, ProjectRecord, RejectedEventRecord, WebhookRecord } from './records.js';
@@ -24,6 +25,48 @@ export interface StoreOptions {
 const QUOTA_CHECK_INTERVAL_MS = 250;
 
 /**
+ * What lmdb-js rejects every write of a failed commit (disk full, I/O error) with. The cause is in a
+ * promise at `error.commitError` that nothing in lmdb-js observes, and each write batch also holds a
+ * commit promise of its own that nobody awaits (kriszyp/lmdb-js#368). Left unobserved, those
+ * rejections end the process under Node's default `--unhandled-rejections=throw`: a full disk
+ * would kill the node instead of turning ingest into 503s.
+ */
+const LMDB_COMMIT_FAILED = 'Commit failed (see commitError for details)';
+/** Below this much free space, a failed commit is taken for a full disk whatever errno it carries (EIO included). */
+const DISK_FULL_FREE_BYTES = 1024 * 1024;
+
+function isLmdbCommitFailure(error: unknown): error is Error & { commitError: Promise<unknown> } {
+  return error instanceof Error && error.message === LMDB_COMMIT_FAILED && typeof (error as { commitError?: { catch?: unknown } }).commitError?.catch === 'function';
+}
+
+/** Observes a failed commit's `commitError` for a write whose own rejection its caller handles. */
+function observed<T>(write: Promise<T>): Promise<T> {
+  write.catch((error: unknown) => {
+    if (isLmdbCommitFailure(error)) error.commitError.catch(() => {});
+  });
+  return write;
+}
+
+let commitFailureGuardInstalled = false;
+
+/**
+ * Observes lmdb-js's unawaited commit promises when a commit fails (the writes that failed are told
+ * through their own promises). Any other unhandled rejection keeps Node's default outcome: when
+ * this is the only listener, it is rethrown as an uncaught exception.
+ */
+function installCommitFailureGuard(): void {
+  if (commitFailureGuardInstalled) return;
+  commitFailureGuardInstalled = true;
+  process.on('unhandledRejection', function observeLmdbCommitFailure(reason) {
+    if (isLmdbCommitFailure(reason)) {
+      reason.commitError.catch(() => {});
+      return;
+    }
+    if (process.listenerCount('unhandledRejection') === 1) throw reason;
+  });
+}
+
+/**
  * LMDB persistence. Writes are asynchronous and lmdb-js commits every write issued in one event-loop
  * turn in one transaction, so concurrent ingests share a commit (and its fsync) instead of paying one
  * each. `writeIngest` resolves once the commit is flushed to disk: only then is an event acknowledged.
@@ -41,11 +84,14 @@ export class HooklineStore {
   readonly deliveriesByStatus: Database<true, StatusKey>;
   readonly rejectedEvents: Database<RejectedEventRecord, ProjectKey>;
 
+  private readonly path: string;
   private readonly maxDataBytes: number;
   private quotaCheckedAt = 0;
   private overQuota = false;
 
   constructor(options: StoreOptions) {
+    installCommitFailureGuard();
+    this.path = options.path;
     this.maxDataBytes = options.maxDataBytes ?? 0;
     this.root = open({ path: options.path, ...(options.mapSize ? { mapSize: options.mapSize } : {}) });
     this.projects = this.root.openDB({ name: 'projects' });
@@ -81,14 +127,14 @@ export class HooklineStore {
 
   /** Creates the project and its key hash in one commit. */
   async createProject(project: ProjectRecord, apiKeyHash: string): Promise<void> {
-    await this.root.transaction(() => {
+    await observed(this.root.transaction(() => {
       this.projects.put(project.id, project);
       this.apiKeys.put(apiKeyHash, project.id);
-    });
+    }));
   }
 
   async addApiKey(apiKeyHash: string, projectId: string): Promise<void> {
-    await this.apiKeys.put(apiKeyHash, projectId);
+    await observed(this.apiKeys.put(apiKeyHash, projectId));
   }
 
   projectIdForKeyHash(apiKeyHash: string): string | undefined {
@@ -102,7 +148,7 @@ export class HooklineStore {
   }
 
   async putWebhook(projectId: string, webhook: WebhookRecord): Promise<void> {
-    await this.webhooks.put(projectId, webhook);
+    await observed(this.webhooks.put(projectId, webhook));
   }
 
   // Events and deliveries ---------------------------------------------------------------------
@@ -115,25 +161,52 @@ export class HooklineStore {
     return this.deliveries.get([projectId, deliveryId]);
   }
 
-  /** Stores an accepted event and, when it matched, its first delivery: one atomic commit. */
+  /**
+   * Stores an accepted event and, when it matched, its first delivery: one atomic commit. A commit
+   * that failed for want of space rejects with an error whose `code` is `ENOSPC`.
+   */
   async writeIngest(projectId: string, event: EventRecord, delivery: DeliveryRecord | null): Promise<void> {
-    await this.root.transaction(() => {
-      this.events.put([projectId, event.id], event);
-      if (delivery) this.putNewDelivery(projectId, delivery);
-    });
-    // With overlappingSync a commit is visible before it is on disk; an acknowledged event must be on disk.
-    await this.root.flushed;
+    try {
+      await this.root.transaction(() => {
+        this.events.put([projectId, event.id], event);
+        if (delivery) this.putNewDelivery(projectId, delivery);
+      });
+      // With overlappingSync a commit is visible before it is on disk; an acknowledged event must be on disk.
+      await this.root.flushed;
+    } catch (error) {
+      throw await this.commitFailureCause(error);
+    }
+  }
+
+  /**
+   * The cause of a failed lmdb-js commit (observing its `commitError`), as an error whose `code` is
+   * `ENOSPC` when the disk is full: by errno, or by the free space left when the errno is another
+   * (a full tmpfs or ext4 can report EIO). Other errors pass through unchanged.
+   */
+  private async commitFailureCause(error: unknown): Promise<unknown> {
+    if (!isLmdbCommitFailure(error)) return error;
+    const cause = await error.commitError.then(
+      () => error,
+      (inner: unknown) => inner,
+    );
+    const errno = (cause as { code?: unknown }).code;
+    let full = errno === 28 || errno === 'ENOSPC' || /No space left/i.test(String((cause as Error).message));
+    if (!full) {
+      const space = await statfs(this.path).catch(() => null);
+      full = space !== null && space.bavail * space.bsize < DISK_FULL_FREE_BYTES;
+    }
+    return Object.assign(new Error(`LMDB commit failed: ${(cause as Error).message ?? String(cause)}`, { cause }), full ? { code: 'ENOSPC' } : {});
   }
 
   /** Stores a replay: a new delivery of a stored event, linked from the event. */
   async writeReplay(projectId: string, eventId: string, delivery: DeliveryRecord): Promise<void> {
-    await this.root.transaction(() => {
+    await observed(this.root.transaction(() => {
       const event = this.events.get([projectId, eventId]);
       if (!event) throw new Error(`event ${eventId} vanished before its replay was stored`);
       event.deliveryIds.push(delivery.id);
       this.events.put([projectId, eventId], event);
       this.putNewDelivery(projectId, delivery);
-    });
+    }));
   }
 
   private putNewDelivery(projectId: string, delivery: DeliveryRecord): void {
@@ -146,7 +219,7 @@ export class HooklineStore {
    * with the record as this step left it (later steps may already be queued behind it).
    */
   async applyDeliveryChange(projectId: string, deliveryId: string, change: DeliveryChange): Promise<DeliveryRecord | undefined> {
-    return this.root.transaction(() => {
+    return observed(this.root.transaction(() => {
       const key: ProjectKey = [projectId, deliveryId];
       const record = this.deliveries.get(key);
       if (!record) return undefined;
@@ -164,7 +237,7 @@ export class HooklineStore {
       if (change.attempt) record.attemptLog.push(change.attempt);
       this.deliveries.put(key, record);
       return record;
-    });
+    }));
   }
 
   /** Delivery ids of one project in one status, newest first, optionally within [fromId, toId). */
@@ -184,14 +257,13 @@ export class HooklineStore {
   // Rejected inbound events ------------------------------------------------------------------
 
   async putRejectedEvent(record: RejectedEventRecord): Promise<void> {
-    await this.rejectedEvents.put([record.projectId, record.id], record);
+    await observed(this.rejectedEvents.put([record.projectId, record.id], record));
   }
 
   /** Rejected events of one project (or of all, when projectId is null), newest first, before `beforeId`. */
   listRejectedEvents(projectId: string | null, limit: number, beforeId?: string): RejectedEventRecord[] {
-    const range = projectId === null
-      ? this.rejectedEvents.getRange({ reverse: true })
-      : this.rejectedEvents.getRange({ start: [projectId, beforeId ?? '\uffff'], end: [projectId, ''], reverse: true });
+    if (projectId === null) return this.listAllRejectedEvents(limit, beforeId);
+    const range = this.rejectedEvents.getRange({ start: [projectId, beforeId ?? '\uffff'], end: [projectId, ''], reverse: true });
     const page: RejectedEventRecord[] = [];
     for (const { value } of range) {
       if (beforeId !== undefined && value.id >= beforeId) continue;
@@ -199,6 +271,22 @@ export class HooklineStore {
       if (page.length === limit) break;
     }
     return page;
+  }
+
+  /**
+   * Every project's rejected events, newest first. Keys sort by project before id, so a key-order
+   * scan is not time order (and a cursor over it would skip other projects' records): keep the
+   * `limit` newest ids below the cursor over one pass instead (an admin diagnostic, not a hot path).
+   */
+  private listAllRejectedEvents(limit: number, beforeId?: string): RejectedEventRecord[] {
+    let newest: RejectedEventRecord[] = [];
+    const byIdDescending = (a: RejectedEventRecord, b: RejectedEventRecord) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+    for (const { value } of this.rejectedEvents.getRange()) {
+      if (beforeId !== undefined && value.id >= beforeId) continue;
+      newest.push(value);
+      if (newest.length >= 2 * limit) newest = newest.sort(byIdDescending).slice(0, limit);
+    }
+    return newest.sort(byIdDescending).slice(0, limit);
   }
 
   /** How many deliveries of every project are in `status` (a metrics reading, not a hot path). */
@@ -220,14 +308,14 @@ export class HooklineStore {
       }
     }
     if (doomed.length === 0) return 0;
-    await this.root.transaction(() => {
+    await observed(this.root.transaction(() => {
       for (const id of doomed) {
         const record = this.deliveries.get([projectId, id]);
         if (!record) continue;
         this.deliveriesByStatus.remove([projectId, record.status, id]);
         this.deliveries.remove([projectId, id]);
       }
-    });
+    }));
     return doomed.length;
   }
 

@@ -40,10 +40,11 @@ export interface TestHookline {
 /**
  * A whole node on a fresh LMDB directory and an OS-chosen port, with the test settings of the
  * brief (3 attempts at 0, 50, 100 ms, no jitter, 500 ms receiver timeout). Closed, and its
- * directory removed, when the test finishes.
+ * directory removed, when the test finishes. Given a `dataDir` (a restart), it uses that one and
+ * leaves its removal to the caller.
  */
 export async function startTestHookline(overrides: Partial<Settings> = {}): Promise<TestHookline> {
-  const dir = makeTempDir();
+  const dir = overrides.dataDir !== undefined ? { path: overrides.dataDir, remove: () => {} } : makeTempDir();
   const settings = defaultSettings({
     dataDir: dir.path,
     port: 0,

@@ -35,8 +35,8 @@ export interface Receiver {
   readonly received: ReceivedDelivery[];
   /** The secret deliveries are verified with; set it after configuring the webhook. */
   secret: string | null;
-  /** Decides each answer; `index` counts requests from 0. @default always 204 */
-  respond: (delivery: ReceivedDelivery, index: number) => Reply;
+  /** Decides each answer (possibly later, as a promise); `index` counts requests from 0. @default always 204 */
+  respond: (delivery: ReceivedDelivery, index: number) => Reply | Promise<Reply>;
   /** Requests carrying this `webhook-id`, in arrival order. */
   byWebhookId(webhookId: string): ReceivedDelivery[];
   close(): Promise<void>;
@@ -85,8 +85,8 @@ export async function startReceiver(options: { respond?: Receiver['respond']; au
         }
         const delivery: ReceivedDelivery = { headers: req.headers, webhookId, webhookTimestamp, signature, body, envelope, verified, receivedAt: Date.now() };
         const index = received.push(delivery) - 1;
-        const reply = receiver.respond(delivery, index);
-        if (reply === 'hang') return;
+        const reply = await receiver.respond(delivery, index);
+        if (reply === 'hang' || res.destroyed) return;
         res.writeHead(reply.status, reply.headers).end(reply.body ?? '');
       })();
     });

@@ -1,0 +1,119 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { waitFor } from './wait-for.js';
+
+/** A Hookline node run as a child process (`node dist/cli/main.js serve`), for crash and signal tests. */
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const ENTRY = join(ROOT, 'dist', 'cli', 'main.js');
+
+function newestMtime(directory: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(directory, { withFileTypes: true })) {
+    const path = join(directory, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/** tsc's exit status when it reported type errors but still wrote every output. */
+const TSC_ERRORS_OUTPUTS_GENERATED = 2;
+
+/**
+ * Builds dist/ (`tsc -p tsconfig.build.json`) when it is missing or older than any file in src/.
+ * Type errors that still let tsc emit (status 2, e.g. in a file under edit that the server does not
+ * load) are reported as a warning; anything else fails the build.
+ */
+export function ensureBuilt(): void {
+  let built = 0;
+  try {
+    built = statSync(ENTRY).mtimeMs;
+  } catch {
+    // not built yet
+  }
+  if (built >= newestMtime(join(ROOT, 'src'))) return;
+  const result = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, encoding: 'utf8' });
+  if (result.status === 0) return;
+  const output = `${result.stdout}\n${result.stderr}`.trim();
+  if (result.status === TSC_ERRORS_OUTPUTS_GENERATED) {
+    console.warn(`dist was built, with type errors:\n${output}`);
+    return;
+  }
+  throw new Error(`building dist failed (tsc status ${result.status}):\n${output}`);
+}
+
+export interface ChildNode {
+  /** Where the API listens, e.g. http://127.0.0.1:41234. */
+  readonly url: string;
+  readonly process: ChildProcess;
+  /** Every stdout line so far (pino JSON, one object a line). */
+  readonly lines: string[];
+  /** Resolves with the exit code (null when killed by a signal) and the signal. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Waits for a structured log line whose `msg` matches. */
+  waitForLog(msg: RegExp, timeoutMs?: number): Promise<Record<string, unknown>>;
+  /** Log records at level error or above (pino level >= 50) so far. */
+  errorLogs(): Record<string, unknown>[];
+}
+
+function parseLine(line: string): Record<string, unknown> | null {
+  try {
+    const value = JSON.parse(line) as unknown;
+    return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Starts `hookline serve` on `dataDir` with port 0 and the given HOOKLINE_* settings (the parent's
+ * HOOKLINE_* variables are not inherited), and resolves once it logs that it is serving.
+ */
+export async function startChildNode(dataDir: string, settings: Record<string, string>): Promise<ChildNode> {
+  const environment: Record<string, string> = {};
+  for (const [name, value] of Object.entries(process.env)) if (!name.startsWith('HOOKLINE_') && value !== undefined) environment[name] = value;
+  Object.assign(environment, { HOOKLINE_HOST: '127.0.0.1', HOOKLINE_PORT: '0', HOOKLINE_DATA_DIR: dataDir, HOOKLINE_LOG_LEVEL: 'info', ...settings });
+
+  const child = spawn(process.execPath, [ENTRY, 'serve'], { cwd: ROOT, env: environment, stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: string[] = [];
+  let stderr = '';
+  let pending = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    pending += chunk;
+    const complete = pending.split('\n');
+    pending = complete.pop()!;
+    lines.push(...complete);
+  });
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  let exitedWith: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('exit', (code, signal) => {
+      exitedWith = { code, signal };
+      resolve(exitedWith);
+    });
+  });
+
+  const waitForLog = (msg: RegExp, timeoutMs = 10_000) =>
+    waitFor(
+      () => {
+        if (exitedWith) throw new Error(`hookline exited (${JSON.stringify(exitedWith)}) before logging ${msg}; stderr: ${stderr}`);
+        for (const line of lines) {
+          const record = parseLine(line);
+          if (record && typeof record.msg === 'string' && msg.test(record.msg)) return record;
+        }
+        return null;
+      },
+      { timeoutMs, message: `hookline child to log ${msg}` },
+    );
+
+  try {
+    const serving = await waitForLog(/^hookline is serving$/);
+    const errorLogs = () => lines.map(parseLine).filter((record): record is Record<string, unknown> => record !== null && Number(record.level) >= 50);
+    return { url: String(serving.url), process: child, lines, exited, waitForLog, errorLogs };
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+}

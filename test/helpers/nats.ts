@@ -1,0 +1,220 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { readdirSync, rmSync } from 'node:fs';
+import { createServer, Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
+import type { ConsumerInfo, JetStreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Settings } from '../../src/config/settings.js';
+import { publishEvent } from '../../src/sdk/index.js';
+import type { PublishEventResult, SendEventInput } from '../../src/sdk/index.js';
+import { makeTempDir } from './temp-dir.js';
+import { waitFor } from './wait-for.js';
+
+/** The shared NATS (JetStream enabled) every test may use; never stopped by a test. */
+export const SHARED_NATS_URL = process.env.HOOKLINE_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
+
+/** Stream, subject prefix and durable of one test, with a random suffix so tests never share them. */
+export interface NatsNames {
+  natsStream: string;
+  natsSubjectPrefix: string;
+  natsDurable: string;
+}
+
+export function uniqueNatsNames(): NatsNames {
+  const suffix = randomBytes(5).toString('hex');
+  return { natsStream: `HL_TEST_${suffix}`, natsSubjectPrefix: `hltest.${suffix}.events`, natsDurable: `hookline_${suffix}` };
+}
+
+/**
+ * The settings overrides that point a test Hookline at `url` with `names`. The receiver timeout is
+ * raised from the helpers' 500 ms: Hookline, receiver and publisher share one process (and the
+ * machine a nats-server), and a burst's first requests (cold undici connections) can exceed 500 ms,
+ * which would show as a retried delivery where the tests count exactly one per event.
+ */
+export function natsSettings(url: string, names: NatsNames): Partial<Settings> {
+  return { natsUrl: url, ...names, deliveryTimeoutMs: 5_000 };
+}
+
+/** A publisher connection; reconnects forever so it survives a restarted server. */
+export function connectNats(url: string): Promise<NatsConnection> {
+  return connect({ servers: url, name: 'hookline-test', reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 100, timeout: 3_000 });
+}
+
+/**
+ * Deletes streams of the test, ignoring ones already gone. For afterEach: pass the names the
+ * test created and a live connection to their server.
+ */
+export async function deleteStreams(connection: NatsConnection, streams: Iterable<string>): Promise<void> {
+  const manager = await jetstreamManager(connection);
+  for (const stream of streams) await manager.streams.delete(stream).catch(() => false);
+}
+
+/**
+ * Consumer info once the durable has acked (or terminated) everything in the stream: nothing
+ * pending, nothing awaiting ack, the delivered and ack-floor stream sequences at the last one.
+ */
+export function waitForConsumerDrained(manager: JetStreamManager, names: NatsNames, timeoutMs = 5_000): Promise<ConsumerInfo> {
+  return waitFor(
+    async () => {
+      const stream = await manager.streams.info(names.natsStream);
+      const consumer = await manager.consumers.info(names.natsStream, names.natsDurable);
+      const last = stream.state.last_seq;
+      const drained = consumer.num_pending === 0 && consumer.num_ack_pending === 0 && consumer.delivered.stream_seq === last && consumer.ack_floor.stream_seq === last;
+      return drained ? consumer : null;
+    },
+    { timeoutMs, intervalMs: 25, message: `consumer ${names.natsDurable} on ${names.natsStream} to ack everything` },
+  );
+}
+
+/**
+ * Publishes with the SDK until JetStream acks, retrying every failure (timeouts, no responders,
+ * a connection that is reconnecting) until `deadline`. Only an acked publish counts as published.
+ */
+export async function publishUntilAcked(connection: NatsConnection, projectId: string, event: SendEventInput & { id: string }, subjectPrefix: string, deadline: number): Promise<PublishEventResult> {
+  for (;;) {
+    try {
+      // A publish sent to a server that then died is never answered: give up on it quickly and resend.
+      return await publishEvent(connection, projectId, event, { subjectPrefix, timeoutMs: 1_000 });
+    } catch (error) {
+      if (Date.now() > deadline) throw new Error(`publish of ${event.id} never acked: ${(error as Error).message}`, { cause: error });
+      await new Promise<void>((resolve) => setTimeout(resolve, 25));
+    }
+  }
+}
+
+/** A TCP port free on 127.0.0.1 right now. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+    socket.connect(port, '127.0.0.1');
+  });
+}
+
+/**
+ * A private nats-server child (`-js`, its own port and store directory), for tests that kill or
+ * restart the server: the shared one on 4222 is never touched. `kill9()` then `start()` brings it
+ * back on the same port and store, as a crashed server would be restarted.
+ */
+export interface OwnNatsServer {
+  readonly url: string;
+  readonly port: number;
+  readonly storeDir: string;
+  start(): Promise<void>;
+  /** SIGKILL, no shutdown: the store is left as a crash leaves it. Resolves once the process is gone. */
+  kill9(): Promise<void>;
+  /** SIGTERM: an orderly shutdown, as for a planned restart. Resolves once the process is gone. */
+  stop(): Promise<void>;
+  /** Empties the store directory (server stopped): a restart then has no streams, as a server that lost its disk. */
+  clearStore(): void;
+  /** Kills it (if running) and removes its store. */
+  dispose(): Promise<void>;
+}
+
+export async function startOwnNatsServer(): Promise<OwnNatsServer> {
+  const port = await freePort();
+  const store = makeTempDir('hookline-nats-');
+  let child: ChildProcess | null = null;
+  let output = '';
+  const signal = async (name: NodeJS.Signals) => {
+    const running = child;
+    if (!running) return;
+    const exited = once(running, 'exit');
+    running.kill(name);
+    await exited;
+  };
+  const server: OwnNatsServer = {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    storeDir: store.path,
+    async start() {
+      if (child) throw new Error('nats-server already running');
+      output = '';
+      const started = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', store.path], { stdio: ['ignore', 'pipe', 'pipe'] });
+      started.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      started.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child = started;
+      started.once('exit', () => {
+        if (child === started) child = null;
+      });
+      // Ready once it logs so (JetStream included) and the port accepts; fail fast if it exits.
+      const exited = once(started, 'exit').then(() => {
+        throw new Error(`nats-server on ${port} exited: ${output}`);
+      });
+      exited.catch(() => {});
+      await Promise.race([
+        exited,
+        waitFor(async () => child === started && output.includes('Server is ready') && (await accepts(port)), { timeoutMs: 10_000, intervalMs: 20, message: `nats-server on ${port} to be ready` }),
+      ]);
+    },
+    kill9: () => signal('SIGKILL'),
+    clearStore() {
+      if (child) throw new Error('stop nats-server before clearing its store');
+      for (const entry of readdirSync(store.path)) rmSync(join(store.path, entry), { recursive: true, force: true });
+    },
+    stop: () => signal('SIGTERM'),
+    async dispose() {
+      await server.kill9();
+      store.remove();
+    },
+  };
+  await server.start();
+  return server;
+}
+
+/** A publisher that keeps publishing until stopped; only acked publishes count as published. */
+export interface ContinuousPublisher {
+  /** Ids whose publish JetStream acked. */
+  readonly acked: Set<string>;
+  /** Ids ever attempted (acked or not): anything received must be among them. */
+  readonly attempted: Set<string>;
+  /** Stops starting new publishes; resolves when the in-flight ones are acked (or failed past the deadline). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Publishes `evt_<tag>_<n>` events for `projectId` with `concurrency` publishes in flight, each retried
+ * until acked (so it rides out a server that is down or restarting), until `stop()`.
+ */
+export function startContinuousPublisher(connection: NatsConnection, options: { projectId: string; subjectPrefix: string; tag: string; concurrency?: number; deadlineMs?: number }): ContinuousPublisher {
+  const acked = new Set<string>();
+  const attempted = new Set<string>();
+  const deadline = Date.now() + (options.deadlineMs ?? 30_000);
+  let next = 0;
+  let stopped = false;
+  const worker = async () => {
+    while (!stopped) {
+      const id = `evt_${options.tag}_${next++}`;
+      attempted.add(id);
+      await publishUntilAcked(connection, options.projectId, { id, type: 'service.trigger.event', data: { id } }, options.subjectPrefix, deadline);
+      acked.add(id);
+    }
+  };
+  const workers = Array.from({ length: options.concurrency ?? 8 }, worker);
+  return {
+    acked,
+    attempted,
+    async stop() {
+      stopped = true;
+      await Promise.all(workers);
+    },
+  };
+}

@@ -1,0 +1,210 @@
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { HooklineClient } from '../../src/sdk/index.js';
+import { ensureBuilt, startChildNode, type ChildNode } from '../helpers/child-node.js';
+import { ALL_TYPES, API_KEY, allDeliveries } from '../helpers/hookline.js';
+import { startReceiver, type Reply } from '../helpers/receiver.js';
+import { makeTempDir } from '../helpers/temp-dir.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+/**
+ * The node as a separate process: `kill -9` in the middle of a stream of events loses nothing that
+ * was acknowledged, and SIGTERM drains and exits 0, leaving LMDB so that a restart resumes.
+ */
+
+const BASE_SETTINGS = {
+  HOOKLINE_API_KEY: API_KEY,
+  HOOKLINE_ALLOW_PRIVATE_NETWORKS: '1',
+  HOOKLINE_RETRY_JITTER: '0',
+  HOOKLINE_DELIVERY_TIMEOUT: '5s',
+};
+
+beforeAll(() => ensureBuilt(), 120_000);
+
+/** A child node killed with SIGKILL when the test ends, if it is still running. */
+async function startChild(dataDir: string, settings: Record<string, string>): Promise<ChildNode> {
+  const child = await startChildNode(dataDir, { ...BASE_SETTINGS, ...settings });
+  onTestFinished(async () => {
+    if (child.process.exitCode === null && child.process.signalCode === null) {
+      child.process.kill('SIGKILL');
+      await child.exited;
+    }
+  });
+  return child;
+}
+
+function tempDataDir(): string {
+  const dir = makeTempDir('hookline-crash-');
+  onTestFinished(() => dir.remove());
+  return dir.path;
+}
+
+async function postEvent(baseUrl: string, id: string, n: number): Promise<number> {
+  const response = await fetch(`${baseUrl}/v1/events`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ id, type: 'service.trigger.event', data: { n } }),
+  });
+  await response.arrayBuffer();
+  return response.status;
+}
+
+describe('crash safety', () => {
+  it('after kill -9 mid-stream and a restart, every acknowledged event is delivered and in the log', async () => {
+    const dataDir = tempDataDir();
+    // Every delivery fails its first attempt, so retrying deliveries are on disk when the node dies.
+    const firstSeen = new Set<string>();
+    const delivered = new Set<string>();
+    const receiver = await startReceiver({
+      respond: (delivery): Reply => {
+        if (!firstSeen.has(delivery.webhookId)) {
+          firstSeen.add(delivery.webhookId);
+          return { status: 500 };
+        }
+        delivered.add(delivery.envelope.id);
+        return { status: 204 };
+      },
+    });
+    const settings = { HOOKLINE_RETRY_SCHEDULE: '0,100ms,100ms,100ms,100ms' };
+    const first = await startChild(dataDir, settings);
+    const client = new HooklineClient({ baseUrl: first.url, apiKey: API_KEY });
+    await client.configureWebhook({ callbackUrl: receiver.url, status: 'active', eventTypes: ALL_TYPES });
+    receiver.secret = (await client.getSecret()).secret;
+
+    const TOTAL = 300;
+    const ids = Array.from({ length: TOTAL }, (_, n) => `evt_crash_${String(n).padStart(3, '0')}`);
+    const acknowledged = new Set<string>();
+    const unanswered: number[] = [];
+    let next = 0;
+    let killed = false;
+    await Promise.all(
+      Array.from({ length: 10 }, async () => {
+        while (!killed && next < TOTAL) {
+          const n = next++;
+          const status = await postEvent(first.url, ids[n]!, n).catch(() => null);
+          if (status === 202 || status === 200) acknowledged.add(ids[n]!);
+          else unanswered.push(n);
+          if (acknowledged.size >= 100 && !killed) {
+            killed = true;
+            first.process.kill('SIGKILL');
+          }
+        }
+      }),
+    );
+    expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
+    const acknowledgedBeforeCrash = new Set(acknowledged);
+    expect(acknowledgedBeforeCrash.size).toBeGreaterThanOrEqual(100);
+    expect(acknowledgedBeforeCrash.size).toBeLessThan(TOTAL);
+
+    // Restart on the same data; send whatever was never answered or never sent (same ids: a repeat is harmless).
+    const second = await startChild(dataDir, settings);
+    // The last acknowledged delivery cannot have finished (its second attempt is 100 ms away), so
+    // something was live on disk and resumed.
+    expect((await second.waitForLog(/^resumed live deliveries/)).resumed).toBeGreaterThan(0);
+    const again = new HooklineClient({ baseUrl: second.url, apiKey: API_KEY });
+    const remaining = [...unanswered, ...Array.from({ length: TOTAL - next }, (_, i) => next + i)];
+    for (let start = 0; start < remaining.length; start += 10) {
+      const batch = remaining.slice(start, start + 10);
+      const statuses = await Promise.all(batch.map((n) => postEvent(second.url, ids[n]!, n)));
+      statuses.forEach((status, i) => {
+        expect([200, 202]).toContain(status);
+        acknowledged.add(ids[batch[i]!]!);
+      });
+    }
+    expect(acknowledged.size).toBe(TOTAL);
+
+    await waitFor(() => [...acknowledged].every((id) => delivered.has(id)), {
+      timeoutMs: 20_000,
+      message: `every acknowledged event delivered (missing: ${[...acknowledged].filter((id) => !delivered.has(id)).slice(0, 5).join(', ')}…)`,
+    });
+    expect(receiver.received.every((delivery) => delivery.verified)).toBe(true);
+    const receivedIds = new Set(receiver.received.map((delivery) => delivery.envelope.id));
+    for (const id of acknowledgedBeforeCrash) expect(receivedIds.has(id), id).toBe(true);
+
+    // The log has one delivery per event (a repeat after the crash made none), all succeeded.
+    const deliveries = await waitFor(
+      async () => {
+        const all = await allDeliveries(again);
+        return all.every((delivery) => delivery.status === 'succeeded') ? all : null;
+      },
+      { timeoutMs: 10_000, message: 'every delivery in the log to be succeeded' },
+    );
+    expect(deliveries.map((delivery) => delivery.eventId).sort()).toEqual([...ids].sort());
+
+    second.process.kill('SIGTERM');
+    expect(await second.exited).toEqual({ code: 0, signal: null });
+    expect(first.errorLogs()).toEqual([]);
+    expect(second.errorLogs()).toEqual([]);
+  }, 60_000);
+});
+
+describe('SIGTERM', () => {
+  it('exits 0, and a restart resumes a delivery that was retrying', async () => {
+    const dataDir = tempDataDir();
+    const receiver = await startReceiver({ respond: (_delivery, index) => ({ status: index === 0 ? 500 : 204 }) });
+    // A second attempt 1 s after the first: ample time to stop the node in between.
+    const settings = { HOOKLINE_RETRY_SCHEDULE: '0,1s' };
+    const first = await startChild(dataDir, settings);
+    const client = new HooklineClient({ baseUrl: first.url, apiKey: API_KEY });
+    await client.configureWebhook({ callbackUrl: receiver.url, status: 'active', eventTypes: ALL_TYPES });
+    receiver.secret = (await client.getSecret()).secret;
+    const sent = await client.sendEvent({ type: 'service.trigger.event', data: {} });
+    await waitFor(async () => (await client.getDelivery(sent.deliveryId!)).status === 'retrying', { message: 'the delivery to be retrying' });
+
+    first.process.kill('SIGTERM');
+    expect(await first.exited).toEqual({ code: 0, signal: null });
+    expect(receiver.received).toHaveLength(1);
+
+    const restartedAt = Date.now();
+    const second = await startChild(dataDir, settings);
+    const again = new HooklineClient({ baseUrl: second.url, apiKey: API_KEY });
+    const detail = await waitFor(
+      async () => {
+        const current = await again.getDelivery(sent.deliveryId!);
+        return current.status === 'succeeded' ? current : null;
+      },
+      { timeoutMs: 10_000, message: 'the resumed delivery to succeed' },
+    );
+    expect(detail).toMatchObject({ attempts: 2, maxAttempts: 2 });
+    const resumed = detail.transitions.filter((transition) => transition.from === 'retrying');
+    expect(resumed).toEqual([{ from: 'retrying', to: 'delivering', event: 'START_ATTEMPT', at: expect.any(String) }]);
+    expect(Date.parse(resumed[0]!.at)).toBeGreaterThanOrEqual(restartedAt - 5);
+    expect(receiver.received.map((delivery) => delivery.webhookId)).toEqual([sent.deliveryId, sent.deliveryId]);
+    expect(receiver.received.every((delivery) => delivery.verified)).toBe(true);
+
+    second.process.kill('SIGTERM');
+    expect(await second.exited).toEqual({ code: 0, signal: null });
+    expect([...first.errorLogs(), ...second.errorLogs()]).toEqual([]);
+  }, 30_000);
+
+  it('stops taking events but finishes an in-flight attempt before exiting 0', async () => {
+    const dataDir = tempDataDir();
+    let release: (reply: Reply) => void = () => {};
+    const held = new Promise<Reply>((resolve) => (release = resolve));
+    const receiver = await startReceiver({ respond: () => held });
+    const first = await startChild(dataDir, {});
+    const client = new HooklineClient({ baseUrl: first.url, apiKey: API_KEY });
+    await client.configureWebhook({ callbackUrl: receiver.url, status: 'active', eventTypes: ALL_TYPES });
+    const sent = await client.sendEvent({ type: 'service.trigger.event', data: {} });
+    await waitFor(() => receiver.received.length === 1, { message: 'the attempt to reach the receiver' });
+
+    first.process.kill('SIGTERM');
+    await first.waitForLog(/^draining/);
+    const refused = await fetch(`${first.url}/v1/events`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'service.trigger.event', data: {} }),
+    });
+    expect(refused.status).toBe(503);
+    expect(await refused.json()).toMatchObject({ error: { code: 'shutting_down' } });
+
+    release({ status: 204 });
+    expect(await first.exited).toEqual({ code: 0, signal: null });
+
+    const second = await startChild(dataDir, {});
+    const detail = await new HooklineClient({ baseUrl: second.url, apiKey: API_KEY }).getDelivery(sent.deliveryId!);
+    expect(detail).toMatchObject({ status: 'succeeded', attempts: 1 });
+    expect(receiver.received).toHaveLength(1);
+    expect(await allDeliveries(new HooklineClient({ baseUrl: second.url, apiKey: API_KEY }))).toHaveLength(1);
+    expect([...first.errorLogs(), ...second.errorLogs()]).toEqual([]);
+  }, 30_000);
+});
