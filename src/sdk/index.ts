@@ -20,6 +20,7 @@ export type {
   DeliveryPage,
   DeliveryPageQuery,
   DeliveryStatus,
+  DeliveryMachineState,
   DeliveryTransition,
   EventMetadata,
   EventType,

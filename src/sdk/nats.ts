@@ -4,6 +4,11 @@ import type { SendEventInput } from './types.js';
 export interface PublishEventOptions {
   /** Must match the server's HOOKLINE_NATS_SUBJECT_PREFIX. @default "hookline.events" */
   subjectPrefix?: string;
+  /**
+   * How long to wait for JetStream's ack before rejecting (the message may still have been stored:
+   * publish again with the same id, and JetStream drops the repeat). @default 5000
+   */
+  timeoutMs?: number;
 }
 
 export interface PublishEventResult {
@@ -30,6 +35,6 @@ export async function publishEvent(connection: NatsConnection, projectId: string
   const id = event.id ?? newEventId();
   const timestamp = event.timestamp instanceof Date ? event.timestamp.toISOString() : event.timestamp;
   const body = JSON.stringify({ ...event, id, ...(timestamp !== undefined ? { timestamp } : {}) });
-  const ack = await jetstream(connection).publish(`${options.subjectPrefix ?? 'hookline.events'}.${projectId}`, body, { msgID: id });
+  const ack = await jetstream(connection).publish(`${options.subjectPrefix ?? 'hookline.events'}.${projectId}`, body, { msgID: id, ...(options.timeoutMs !== undefined ? { timeout: options.timeoutMs } : {}) });
   return { id, seq: ack.seq, duplicate: ack.duplicate };
 }

@@ -165,14 +165,17 @@ export interface AttemptLogEntry {
   statusCode: number | null;
   durationMs: number;
   error: string | null;
-  /** The receiver's response body as the server kept it; `null` when there was none. */
-  responseBody: string | null;
+  /** The first 1 KB of the receiver's answer as text; `''` when it sent no body or never answered. */
+  responseBody: string;
 }
 
+/** A state of the delivery machine as recorded in `transitions`: the statuses plus the transient `failed`. */
+export type DeliveryMachineState = DeliveryStatus | 'failed';
+
 export interface DeliveryTransition {
-  /** `null` for the transition into the first state. */
-  from: DeliveryStatus | null;
-  to: DeliveryStatus;
+  /** `null` for the creation of the delivery. */
+  from: DeliveryMachineState | null;
+  to: DeliveryMachineState;
   /** The machine event that caused the transition. */
   event: string;
   at: string;
