@@ -25,6 +25,7 @@ export const ERROR_CODES = {
   HOOKLINE_ERR_STORAGE: { apiCode: 'storage_unavailable', status: 503, retryable: true, doc: 'The event could not be written durably; nothing was accepted. Try again later.' },
   HOOKLINE_ERR_CONFIG: { apiCode: 'invalid_configuration', status: 500, retryable: false, doc: 'A setting (environment variable or CLI flag) is invalid; the message names it.' },
   HOOKLINE_ERR_NATS_UNAVAILABLE: { apiCode: 'nats_unavailable', status: 503, retryable: true, doc: 'HOOKLINE_NATS_URL is set but NATS could not be reached or JetStream set up; start NATS (with -js) or unset the variable.' },
+  HOOKLINE_ERR_PARTITION_MOVING: { apiCode: 'partition_moving', status: 503, retryable: true, doc: 'Cluster mode: the project\'s partition is changing owner (a node joined or left); retry after Retry-After seconds.' },
   HOOKLINE_ERR_INTERNAL: { apiCode: 'internal_error', status: 500, retryable: true, doc: 'An unexpected failure; the log has the details.' },
 } as const;
 

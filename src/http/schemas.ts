@@ -36,7 +36,7 @@ export const deliveryListQuery = z.strictObject({
 });
 
 export const redriveBody = z
-  .strictObject({ since: isoToMs.optional(), until: isoToMs.optional(), eventType: z.enum(EVENT_TYPES).optional() })
+  .strictObject({ since: isoToMs.optional(), until: isoToMs.optional(), eventType: z.enum(EVENT_TYPES).optional(), dryRun: z.boolean().optional() })
   .optional()
   .transform((body) => body ?? {});
 

@@ -9,6 +9,8 @@ import { registerDeliveryRoutes } from './routes/deliveries.js';
 import { registerEventRoutes } from './routes/events.js';
 import { registerOpsRoutes } from './routes/ops.js';
 import { registerRejectedEventRoutes } from './routes/rejected-events.js';
+import { registerStatsRoutes } from './routes/stats.js';
+import { registerDashboardRoutes } from './routes/ui.js';
 import { registerWebhookRoutes } from './routes/webhook.js';
 
 export interface HttpDeps {
@@ -53,6 +55,11 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     bodyLimit: deps.engine.settings.maxBodyBytes,
+    // A URL the router cannot decode (`/v1/events/%/replay`) fails before any route or error
+    // handler runs; without this it would answer in Fastify's shape instead of ours.
+    frameworkErrors: (error, _request, reply) => {
+      (reply as FastifyReply).status(400).send(new HooklineError('HOOKLINE_ERR_VALIDATION', error.message, { details: [{ path: 'url', message: error.message }] }).toJSON());
+    },
   }) as unknown as FastifyInstance;
   app.decorateRequest('projectId', '');
   // JSON only: any other content type is a 415, not something parsed as text.
@@ -84,9 +91,11 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
     registerEventRoutes(v1, deps);
     registerDeliveryRoutes(v1, deps);
     registerRejectedEventRoutes(v1, deps);
+    registerStatsRoutes(v1, deps);
   }, { prefix: '/v1' });
 
   registerAdminRoutes(app, deps, bearerToken);
   registerOpsRoutes(app, deps);
+  registerDashboardRoutes(app, deps);
   return app;
 }

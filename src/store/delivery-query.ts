@@ -1,3 +1,4 @@
+import { DELIVERY_STATUSES } from '../machines/index.js';
 import type { DeliveryStatus } from '../machines/index.js';
 import type { EventType } from '../sdk/types.js';
 import { idLowerBound } from './ids.js';
@@ -69,4 +70,31 @@ function* candidates(store: HooklineStore, projectId: string, query: DeliveryQue
     if (toId !== undefined && key[1] >= toId) continue;
     yield value;
   }
+}
+
+/**
+ * How many of a project's deliveries are in each status, counted on the status index (`getCount`
+ * over `[projectId, status, …]`; no record is read). Cost grows with the count, not the project.
+ */
+export function countDeliveriesByStatus(store: HooklineStore, projectId: string): Record<DeliveryStatus, number> {
+  const counts = {} as Record<DeliveryStatus, number>;
+  for (const status of DELIVERY_STATUSES) {
+    counts[status] = store.deliveriesByStatus.getCount({ start: [projectId, status, ''], end: [projectId, status, '\uffff'] });
+  }
+  return counts;
+}
+
+/**
+ * How many dead letters a redrive with this filter would start again (its dry run). Without an
+ * event type this is a count on the status index; with one, each record in the range is read.
+ */
+export function countDeadLetters(store: HooklineStore, projectId: string, filter: { fromId?: string; toId?: string; eventType?: string }): number {
+  if (filter.eventType === undefined) {
+    return store.deliveriesByStatus.getCount({ start: [projectId, 'dead_lettered', filter.fromId ?? ''], end: [projectId, 'dead_lettered', filter.toId ?? '\uffff'] });
+  }
+  let count = 0;
+  for (const id of store.deliveryIdsByStatus(projectId, 'dead_lettered', filter)) {
+    if (store.getDelivery(projectId, id)?.eventType === filter.eventType) count++;
+  }
+  return count;
 }

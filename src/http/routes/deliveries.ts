@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { HooklineError } from '../../errors.js';
 import { idLowerBound } from '../../store/ids.js';
-import { queryDeliveries } from '../../store/delivery-query.js';
+import { countDeadLetters, queryDeliveries } from '../../store/delivery-query.js';
 import { presentDelivery, presentDeliveryDetail } from '../present.js';
 import { deliveryIdParams, deliveryListQuery, parseInput, redriveBody } from '../schemas.js';
 import type { HttpDeps } from '../server.js';
@@ -28,11 +28,14 @@ export function registerDeliveryRoutes(app: FastifyInstance, { engine }: HttpDep
 
   app.post('/logs/webhook-deliveries/redrive', async (request, reply) => {
     const filter = parseInput(redriveBody, request.body, 'body');
-    const redriven = await engine.actorFor(request.projectId).redrive({
+    const bounds = {
       ...(filter.since !== undefined ? { fromId: idLowerBound('dlv', filter.since) } : {}),
       ...(filter.until !== undefined ? { toId: idLowerBound('dlv', filter.until) } : {}),
       ...(filter.eventType !== undefined ? { eventType: filter.eventType } : {}),
-    });
+    };
+    // A dry run changes nothing: 200 with the count a redrive would start now (the dashboard's preview).
+    if (filter.dryRun === true) return reply.status(200).send({ redriven: 0, wouldRedrive: countDeadLetters(engine.store, request.projectId, bounds) });
+    const redriven = await engine.actorFor(request.projectId).redrive(bounds);
     return reply.status(202).send({ redriven });
   });
 }

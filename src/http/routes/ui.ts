@@ -1,0 +1,121 @@
+/**
+ * The operators' dashboard, served by the node itself: static files built from web/ into dist/ui
+ * (`npm run build`), the delivery machine's diagram as SVG, and a server-rendered delivery log for
+ * browsers without JavaScript. The dashboard's data comes from the /v1 API with the project key
+ * as a bearer token, so these routes hold no project data except the no-JavaScript log.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import fastifyStatic from '@fastify/static';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { machineGraph, renderSvg } from '../../diagram/index.js';
+import { queryDeliveries } from '../../store/delivery-query.js';
+import { presentDelivery } from '../present.js';
+import { deliveryListQuery } from '../schemas.js';
+import type { HttpDeps } from '../server.js';
+import { LOG_FORM_FIELDS, renderLogPage } from './ui-log-page.js';
+import type { LogForm } from './ui-log-page.js';
+
+/**
+ * Where `npm run build` puts the dashboard: <package>/dist/ui. This file sits three folders below
+ * the package root both as source (src/http/routes) and compiled (dist/http/routes).
+ */
+export const DEFAULT_UI_ROOT = fileURLToPath(new URL('../../../dist/ui/', import.meta.url));
+
+export interface DashboardOptions {
+  /** The built dashboard's folder. @default DEFAULT_UI_ROOT */
+  root?: string;
+}
+
+/**
+ * Same-origin everything, no inline script or style, no framing. The SVG diagram is inserted as
+ * markup (presentation attributes, no style attributes), which this allows.
+ */
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const DATETIME_LOCAL = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/;
+
+/** A `datetime-local` value (no zone) read as UTC, as the no-JavaScript form's labels say. */
+function utcFromLocalInput(value: string): string {
+  if (!DATETIME_LOCAL.test(value)) return value;
+  return value.length === 16 ? `${value}:00Z` : `${value}Z`;
+}
+
+function readLogForm(body: unknown): LogForm {
+  const source = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {};
+  const form = {} as LogForm;
+  for (const name of LOG_FORM_FIELDS) form[name] = typeof source[name] === 'string' ? source[name].trim() : '';
+  return form;
+}
+
+function sendHtml(reply: FastifyReply, status: number, html: string): FastifyReply {
+  return reply.status(status).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(html);
+}
+
+export function registerDashboardRoutes(app: FastifyInstance, { engine }: HttpDeps, options: DashboardOptions = {}): void {
+  const root = options.root ?? DEFAULT_UI_ROOT;
+  let deliverySvg: string | null = null;
+
+  app.register(async (ui) => {
+    ui.addHook('onSend', async (_request, reply, payload) => {
+      reply.header('content-security-policy', CONTENT_SECURITY_POLICY);
+      reply.header('x-content-type-options', 'nosniff');
+      reply.header('referrer-policy', 'no-referrer');
+      reply.header('x-frame-options', 'DENY');
+      return payload;
+    });
+    // Only the no-JavaScript log form is url-encoded; the /v1 API stays JSON-only.
+    ui.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16 * 1024 }, (_request, body, done) => {
+      done(null, Object.fromEntries(new URLSearchParams(body as string)));
+    });
+
+    ui.get('/', async (_request, reply) => reply.redirect('/ui/', 302));
+    ui.get('/ui', async (_request, reply) => reply.redirect('/ui/', 302));
+
+    ui.get('/ui/diagrams/delivery.svg', async (_request, reply) => {
+      deliverySvg ??= renderSvg(machineGraph('delivery'));
+      return reply.type('image/svg+xml; charset=utf-8').header('cache-control', 'no-cache').send(deliverySvg);
+    });
+
+    ui.get('/ui/log', async (_request, reply) => sendHtml(reply, 200, renderLogPage({ form: readLogForm({}) })));
+
+    ui.post('/ui/log', async (request, reply) => {
+      const form = readLogForm(request.body);
+      const projectId = form.apiKey ? engine.authenticate(form.apiKey) : null;
+      if (!projectId) return sendHtml(reply, 401, renderLogPage({ form: { ...form, apiKey: '' }, error: 'That API key was not accepted. Check it and try again.' }));
+      const query = deliveryListQuery.safeParse({
+        ...(form.status ? { status: form.status } : {}),
+        ...(form.eventType ? { eventType: form.eventType } : {}),
+        ...(form.eventId ? { eventId: form.eventId } : {}),
+        ...(form.since ? { since: utcFromLocalInput(form.since) } : {}),
+        ...(form.until ? { until: utcFromLocalInput(form.until) } : {}),
+        ...(form.limit ? { limit: form.limit } : {}),
+        ...(form.cursor ? { cursor: form.cursor } : {}),
+      });
+      if (!query.success) {
+        const problems = query.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ');
+        return sendHtml(reply, 400, renderLogPage({ form, error: `Check the filters: ${problems}` }));
+      }
+      const page = queryDeliveries(engine.store, projectId, query.data);
+      return sendHtml(reply, 200, renderLogPage({ form, rows: page.data.map(presentDelivery), nextCursor: page.nextCursor }));
+    });
+
+    if (existsSync(join(root, 'index.html'))) {
+      await ui.register(fastifyStatic, { root, prefix: '/ui/', index: 'index.html', cacheControl: false, setHeaders: (reply) => void reply.header('cache-control', 'no-cache') });
+    } else {
+      ui.get('/ui/*', async (_request, reply) =>
+        reply.status(503).header('retry-after', '60').type('text/plain; charset=utf-8').send(`The dashboard is not built: run \`npm run build\` (it writes ${root}).\n`),
+      );
+    }
+  });
+}
