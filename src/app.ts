@@ -38,7 +38,7 @@ export async function startHookline(settings: Settings, options: StartOptions = 
   const embedded = new EmbeddedTransport();
   const transports = [embedded, ...(options.transports ?? [])];
   if (settings.natsUrl) {
-    transports.push(new NatsTransport({ servers: settings.natsUrl, stream: settings.natsStream, subjectPrefix: settings.natsSubjectPrefix, durable: settings.natsDurable }));
+    transports.push(new NatsTransport({ servers: settings.natsUrl, stream: settings.natsStream, subjectPrefix: settings.natsSubjectPrefix, durable: settings.natsDurable, logger }));
   }
   const engine = await Engine.start({ ...options, settings, logger, transports });
   const http = buildHttpServer({ engine, embedded }, { logger });

@@ -20,6 +20,8 @@ export interface PublishEventResult {
   duplicate: boolean;
 }
 
+const PROJECT_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
 function newEventId(): string {
   return `evt_${globalThis.crypto.randomUUID().replaceAll('-', '')}`;
 }
@@ -31,6 +33,8 @@ function newEventId(): string {
  * `@nats-io/jetstream` is loaded only when this is called, so the rest of the SDK needs no NATS.
  */
 export async function publishEvent(connection: NatsConnection, projectId: string, event: SendEventInput, options: PublishEventOptions = {}): Promise<PublishEventResult> {
+  // The project id is a subject token: a dot, a wildcard or nothing would send the event elsewhere.
+  if (!PROJECT_ID.test(projectId)) throw new TypeError(`publishEvent: project id ${JSON.stringify(projectId)} must be 1-64 of A-Z a-z 0-9 _ -`);
   const { jetstream } = await import('@nats-io/jetstream');
   const id = event.id ?? newEventId();
   const timestamp = event.timestamp instanceof Date ? event.timestamp.toISOString() : event.timestamp;

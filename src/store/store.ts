@@ -34,6 +34,12 @@ const QUOTA_CHECK_INTERVAL_MS = 250;
 const LMDB_COMMIT_FAILED = 'Commit failed (see commitError for details)';
 /** Below this much free space, a failed commit is taken for a full disk whatever errno it carries (EIO included). */
 const DISK_FULL_FREE_BYTES = 1024 * 1024;
+/**
+ * How long a commit's flush may take before durability is confirmed by an explicit sync instead:
+ * lmdb-js never settles the flush promise of a batch whose write failed, so after a failed commit
+ * an acknowledged write (or a close) would otherwise wait forever.
+ */
+const FLUSH_CONFIRM_MS = 1000;
 
 function isLmdbCommitFailure(error: unknown): error is Error & { commitError: Promise<unknown> } {
   return error instanceof Error && error.message === LMDB_COMMIT_FAILED && typeof (error as { commitError?: { catch?: unknown } }).commitError?.catch === 'function';
@@ -172,10 +178,23 @@ export class HooklineStore {
         if (delivery) this.putNewDelivery(projectId, delivery);
       });
       // With overlappingSync a commit is visible before it is on disk; an acknowledged event must be on disk.
-      await this.root.flushed;
+      await this.durable();
     } catch (error) {
       throw await this.commitFailureCause(error);
     }
+  }
+
+  /** Resolves once every commit so far is on disk: the flush, or failing that in time, an explicit sync. */
+  private async durable(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<false>((resolve) => (timer = setTimeout(resolve, FLUSH_CONFIRM_MS, false)));
+    try {
+      if (await Promise.race([Promise.resolve(this.root.flushed).then(() => true), late])) return;
+    } finally {
+      clearTimeout(timer);
+    }
+    const root = this.root as unknown as { sync(callback: (error?: Error | null) => void): void };
+    await new Promise<void>((resolve, reject) => root.sync((error) => (error ? reject(error) : resolve())));
   }
 
   /**

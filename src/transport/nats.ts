@@ -2,6 +2,7 @@ import { AckPolicy, DeliverPolicy, StorageType, jetstream, jetstreamManager } fr
 import type { ConsumerMessages, JsMsg } from '@nats-io/jetstream';
 import { connect, nanos } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from '../actors/project-actor.js';
 import { HooklineError, isHooklineError } from '../errors.js';
 import { eventInputSchema } from './event-input.js';
 import type { EventSink, InboundTransport, Rejection } from './types.js';
@@ -23,6 +24,8 @@ export interface NatsTransportOptions {
   nakDelayMs?: number;
   /** Window in which JetStream drops a repeated `Nats-Msg-Id`. @default 120000 */
   duplicateWindowMs?: number;
+  /** Where consumer interruptions and recoveries are reported. @default none */
+  logger?: Pick<Logger, 'info' | 'warn'>;
 }
 
 /** Bytes of a rejected payload kept for diagnosis. */
@@ -34,8 +37,8 @@ const textDecoder = new TextDecoder();
  * delivery) is committed to LMDB; one that can never be accepted (bad JSON, failed validation, an
  * unknown project, an id reused with another body) is recorded in the rejected-events log and then
  * terminated; a transient failure is nak'ed with a delay so JetStream redelivers it. Redeliveries are
- * harmless: the event id (body `id`, else `Nats-Msg-Id`, else one derived from the stream sequence)
- * de-duplicates them.
+ * harmless: the event id (body `id`, else `Nats-Msg-Id`, else one derived from the stream sequence
+ * and store time) de-duplicates them.
  */
 export class NatsTransport implements InboundTransport {
   readonly name = 'nats';
@@ -45,6 +48,8 @@ export class NatsTransport implements InboundTransport {
   private connection: NatsConnection | null = null;
   private messages: ConsumerMessages | null = null;
   private loop: Promise<void> | null = null;
+  private stopping = false;
+  private wake: () => void = () => {};
   private readonly inflight = new Set<Promise<void>>();
 
   constructor(private readonly options: NatsTransportOptions) {
@@ -54,22 +59,77 @@ export class NatsTransport implements InboundTransport {
   }
 
   async start(sink: EventSink): Promise<void> {
+    let messages: ConsumerMessages;
     try {
       this.connection = await connect({ servers: this.options.servers, name: 'hookline', reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
-      await this.ensureStreamAndConsumer(this.connection);
-      const consumer = await jetstream(this.connection).consumers.get(this.stream, this.durable);
-      this.messages = await consumer.consume({ max_messages: this.options.batch ?? 256 });
+      messages = await this.consume(this.connection);
     } catch (error) {
       await this.connection?.close().catch(() => {});
       throw new HooklineError('HOOKLINE_ERR_NATS_UNAVAILABLE', `could not consume JetStream stream ${this.stream} at ${String(this.options.servers)}: ${(error as Error).message}; start NATS with -js or unset HOOKLINE_NATS_URL`, { cause: error });
     }
-    const messages = this.messages;
-    this.loop = (async () => {
-      for await (const message of messages) {
-        const handled = this.handle(sink, message).finally(() => this.inflight.delete(handled));
-        this.inflight.add(handled);
+    this.loop = this.consumeLoop(sink, this.connection, messages);
+  }
+
+  /**
+   * Flow control: the client pulls `batch` messages at a time and asks for more as they arrive, so
+   * the bound on work in flight is the server's: it sends no more than `max_ack_pending` unacked
+   * messages. Every message handed to `handle` stays unacked until its LMDB commit, hence at most
+   * `max_ack_pending` ingests (and their promises) are in flight, however deep the stream is
+   * (test/integration/nats-transport.test.ts bursts 5,000 messages at a stalled sink: 2,048 held).
+   * `abort_on_missing_resource` makes the iterator end, instead of polling for 15-45 s at a time,
+   * when the stream or consumer is gone (NATS restarted without its store, stream deleted):
+   * `consumeLoop` then creates them again.
+   */
+  private async consume(connection: NatsConnection): Promise<ConsumerMessages> {
+    await this.ensureStreamAndConsumer(connection);
+    const consumer = await jetstream(connection).consumers.get(this.stream, this.durable);
+    this.messages = await consumer.consume({ max_messages: this.options.batch ?? 256, abort_on_missing_resource: true });
+    return this.messages;
+  }
+
+  /** Hands every message to `handle` and, until `stop()`, consumes again whenever the iterator ends. */
+  private async consumeLoop(sink: EventSink, connection: NatsConnection, first: ConsumerMessages): Promise<void> {
+    let messages: ConsumerMessages | null = first;
+    let failures = 0;
+    while (!this.stopping) {
+      if (!messages) {
+        try {
+          messages = await this.consume(connection);
+        } catch (error) {
+          if (this.stopping || connection.isClosed()) return;
+          this.options.logger?.warn({ err: error, stream: this.stream, durable: this.durable }, 'JetStream consumer unavailable; retrying');
+          await this.pause(Math.min(250 * 2 ** failures++, 5_000));
+          continue;
+        }
+        if (this.stopping) {
+          messages.stop();
+          return;
+        }
+        failures = 0;
+        this.options.logger?.info({ stream: this.stream, durable: this.durable }, 'JetStream consumer resumed');
       }
-    })();
+      try {
+        for await (const message of messages) {
+          const handled = this.handle(sink, message).finally(() => this.inflight.delete(handled));
+          this.inflight.add(handled);
+        }
+      } catch (error) {
+        if (!this.stopping) this.options.logger?.warn({ err: error, stream: this.stream, durable: this.durable }, 'JetStream consumer stopped; consuming again');
+      }
+      messages = null;
+      if (connection.isClosed()) return;
+      await this.pause(250);
+    }
+  }
+
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
   }
 
   private async ensureStreamAndConsumer(connection: NatsConnection): Promise<void> {
@@ -111,8 +171,10 @@ export class NatsTransport implements InboundTransport {
       if (body.id !== undefined && headerId !== undefined && body.id !== headerId) {
         return reject({ reason: 'validation_failed', message: `body id ${String(body.id)} differs from Nats-Msg-Id ${headerId}`, details: [{ path: 'id', message: 'must equal Nats-Msg-Id' }] });
       }
-      // A stable id makes JetStream redeliveries of the same message de-duplicate in the store.
-      body.id ??= headerId ?? `evt_js${message.seq}`;
+      // A stable id makes JetStream redeliveries of the same message de-duplicate in the store. The
+      // store time joins the sequence because a re-created stream numbers from 1 again, and a new
+      // event with an old event's id and body would be taken for a repeat and never delivered.
+      body.id ??= headerId ?? `evt_js${message.seq}_${message.timestampNanos}`;
     }
     const parsed = eventInputSchema.safeParse(payload);
     if (!parsed.success) {
@@ -124,7 +186,8 @@ export class NatsTransport implements InboundTransport {
       message.ack();
     } catch (error) {
       if (isHooklineError(error) && !error.retryable) return reject({ reason: error.apiCode, message: error.message, details: error.details });
-      message.nak(this.options.nakDelayMs ?? 1000);
+      const retryAfterMs = isHooklineError(error) && error.retryAfterSeconds !== undefined ? error.retryAfterSeconds * 1000 : 0;
+      message.nak(Math.max(this.options.nakDelayMs ?? 1000, retryAfterMs));
     }
   }
 
@@ -141,6 +204,8 @@ export class NatsTransport implements InboundTransport {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
+    this.wake();
     this.messages?.stop();
     await this.loop?.catch(() => {});
     await Promise.allSettled([...this.inflight]);

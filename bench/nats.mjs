@@ -1,0 +1,550 @@
+// NATS JetStream ingest bench (`npm run bench:nats`): the NATS inbound transport beside the embedded
+// one (POST /v1/events), in the same run, every party in a process of its own, all on 127.0.0.1.
+// It builds nothing: it runs the compiled `dist/` (run `npx tsc -p tsconfig.build.json` first).
+//
+// Parties: `node dist/cli/main.js serve` (fresh LMDB dir per scenario; for NATS scenarios with
+// HOOKLINE_NATS_URL and a stream / subject prefix / durable of its own), a 204 receiver, and a
+// producer: `publisher` (the SDK's publishEvent over JetStream, IN_FLIGHT publishes awaiting their
+// ack) or `loadgen` (an undici Pool POSTing to /v1/events, CONCURRENCY in flight). This file is all
+// of them: `node bench/nats.mjs receiver|publisher|loadgen` runs one party.
+//
+// Scenarios (each on a fresh pair, which first takes BENCH_WARMUP events through the same path at the
+// same rate; the receiver's counters are reset before the measured events)
+//   1. Throughput, BENCH_ROUNDS rounds, NATS and embedded taking turns: BENCH_N events of ~1 KB
+//      (envelope size) as fast as the producer can; figure = N / (last receipt - first send).
+//   2. Latency at a fixed BENCH_RATE (1,000/s) for BENCH_RATE_SECONDS (10), open loop: the event's
+//      data carries `sentAt` (taken just before the publish / POST); p50/p99 of receipt - sentAt.
+//   Both scenarios run BENCH_ROUNDS rounds, the two transports taking turns (first one, then the
+//   other first). Reported: medians over rounds, the ratio NATS / embedded (target >= 0.70), and a
+//   last line of JSON. Each NATS scenario checks that the consumer acked everything, then deletes its stream.
+//
+// Env: BENCH_NATS_URL (nats://127.0.0.1:4222), BENCH_N (20000), BENCH_ROUNDS (3), BENCH_RATE (1000),
+//      BENCH_RATE_SECONDS (10), BENCH_IN_FLIGHT (256), BENCH_CONCURRENCY (64), BENCH_SKIP (comma list
+//      of: latency, throughput), BENCH_WARMUP (2000), BENCH_PROFILE=1 (--cpu-prof on the Hookline child, kept with the
+//      logs), BENCH_KEEP=1 (keep temp dirs and logs). HOOKLINE_* variables reach the serve processes.
+// Smoke run: BENCH_N=2000 BENCH_ROUNDS=1 BENCH_RATE_SECONDS=2 npm run bench:nats
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '..');
+const env = process.env;
+const num = (name, fallback) => (env[name] === undefined || env[name] === '' ? fallback : Number(env[name]));
+const nowMs = () => performance.timeOrigin + performance.now();
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const quantile = (sorted, p) => (sorted.length ? Number(sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))].toFixed(2)) : null);
+const EVENT_BYTES = num('EVENT_BYTES', 1024);
+
+/** `{"type":…,"data":{"sentAt":…,"seq":…,"pad":"xx…"}}` sized so Hookline's envelope is ~EVENT_BYTES. */
+function eventPadding() {
+  const sample = JSON.stringify({
+    version: 'v1', id: 'evt_0000000000AAAAAAAAAAAAAAAA', type: 'service.trigger.event', metadata: {},
+    data: { sentAt: Number(nowMs().toFixed(3)), seq: 0, pad: '' }, timestamp: '2026-01-01T00:00:00.000+00:00',
+  });
+  return 'x'.repeat(Math.max(0, EVENT_BYTES - sample.length - 6));
+}
+
+/** Runs `send(i)` for i < n: closed loop with `inFlight` workers (rate 0), or open loop at `rate`/s. */
+async function drive(n, rate, inFlight, send) {
+  let next = 0;
+  if (rate > 0) {
+    const pending = new Set();
+    const t0 = nowMs();
+    while (next < n) {
+      while (next < n && t0 + (next * 1000) / rate <= nowMs()) {
+        const p = send(next++);
+        pending.add(p);
+        p.finally(() => pending.delete(p));
+      }
+      if (next < n) await sleep(Math.max(0, t0 + (next * 1000) / rate - nowMs()));
+    }
+    await Promise.all(pending);
+  } else {
+    const worker = async () => {
+      while (next < n) await send(next++);
+    };
+    await Promise.all(Array.from({ length: inFlight }, worker));
+  }
+}
+
+/** Producer bookkeeping shared by publisher and loadgen; prints one JSON line at the end. */
+function producerReport() {
+  const acks = [];
+  const state = { accepted: 0, errors: 0, firstSendAt: 0, lastAckAt: 0, bodyBytes: 0, acks };
+  return {
+    state,
+    sent(t0, bytes) {
+      if (!state.firstSendAt) {
+        state.firstSendAt = t0;
+        state.bodyBytes = bytes;
+      }
+    },
+    acked(t0) {
+      const t1 = nowMs();
+      state.accepted++;
+      acks.push(t1 - t0);
+      state.lastAckAt = t1;
+    },
+    failed(error) {
+      if (++state.errors <= 3) process.stderr.write(`producer error: ${error.message ?? error}\n`);
+    },
+    print(extra) {
+      const sorted = Float64Array.from(acks).sort();
+      const perS = Math.round(state.accepted / ((state.lastAckAt - state.firstSendAt) / 1000));
+      process.stdout.write(`${JSON.stringify({ ...extra, accepted: state.accepted, errors: state.errors, first_send_at: state.firstSendAt, last_ack_at: state.lastAckAt, body_bytes: state.bodyBytes, send_per_s: perS, ack_p50_ms: quantile(sorted, 0.5), ack_p99_ms: quantile(sorted, 0.99) })}\n`);
+    },
+  };
+}
+
+// Party: JetStream publisher ----------------------------------------------------------------------
+
+async function publisherMain() {
+  const { connect } = await import('@nats-io/transport-node');
+  const { publishEvent } = await import(pathToFileURL(path.join(root, 'dist', 'sdk', 'index.js')).href);
+  const n = Number(env.N);
+  const rate = Number(env.RATE || 0);
+  const inFlight = Number(env.IN_FLIGHT || 256);
+  const tag = env.TAG;
+  const pad = eventPadding();
+  const nc = await connect({ servers: env.NATS_URL, name: 'hookline-bench-publisher' });
+  const report = producerReport();
+  await drive(n, rate, inFlight, async (seq) => {
+    const event = { id: `evt_${tag}_${seq}`, type: 'service.trigger.event', data: { sentAt: Number(nowMs().toFixed(3)), seq, pad } };
+    const t0 = nowMs();
+    report.sent(t0, JSON.stringify(event).length);
+    // Retried until acked (same id: JetStream drops a repeat), so every event is published once.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await publishEvent(nc, 'default', event, { subjectPrefix: env.PREFIX });
+        report.acked(t0);
+        return;
+      } catch (error) {
+        report.failed(error);
+        if (attempt >= 20) return;
+        await sleep(50);
+      }
+    }
+  });
+  await nc.drain();
+  report.print({ n, rate, in_flight: inFlight });
+}
+
+// Party: HTTP load generator (embedded transport) -------------------------------------------------
+
+async function loadgenMain() {
+  const { Pool } = await import('undici');
+  const target = new URL(env.TARGET);
+  const n = Number(env.N);
+  const rate = Number(env.RATE || 0);
+  const concurrency = Number(env.CONCURRENCY || 64);
+  const pad = eventPadding();
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${env.API_KEY}` };
+  const pool = new Pool(target.origin, { connections: concurrency, pipelining: 1, keepAliveTimeout: 60_000, keepAliveMaxTimeout: 600_000 });
+  const report = producerReport();
+  await drive(n, rate, concurrency, async (seq) => {
+    const body = `{"id":"evt_${env.TAG}_${seq}","type":"service.trigger.event","data":{"sentAt":${nowMs().toFixed(3)},"seq":${seq},"pad":"${pad}"}}`;
+    const t0 = nowMs();
+    report.sent(t0, body.length);
+    try {
+      const res = await pool.request({ method: 'POST', path: '/v1/events', headers, body });
+      const text = await res.body.text();
+      if (res.statusCode === 202) report.acked(t0);
+      else report.failed(new Error(`${res.statusCode} ${text.slice(0, 200)}`));
+    } catch (error) {
+      report.failed(error);
+    }
+  });
+  await pool.close();
+  report.print({ n, rate, concurrency });
+}
+
+// Party: 204 receiver -----------------------------------------------------------------------------
+
+async function receiverMain() {
+  const { verifyWebhookSignature } = await import(pathToFileURL(path.join(root, 'dist', 'sdk', 'index.js')).href);
+  const SENT_AT = '"sentAt":';
+  let secret = null;
+  let s;
+  const reset = () => (s = { received: 0, firstAt: 0, lastAt: 0, lat: [], ids: new Set(), duplicates: 0, verified: 0, badSignatures: 0 });
+  reset();
+  const server = http.createServer((req, res) => {
+    if (req.url === '/stats') {
+      const lat = Float64Array.from(s.lat).sort();
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ received: s.received, unique: s.ids.size, duplicates: s.duplicates, first_at: s.firstAt, last_at: s.lastAt, p50_ms: quantile(lat, 0.5), p90_ms: quantile(lat, 0.9), p99_ms: quantile(lat, 0.99), max_ms: quantile(lat, 1), verified: s.verified, bad_signatures: s.badSignatures }));
+      return;
+    }
+    const chunks = [];
+    req.on('data', (chunk) => chunks.push(chunk));
+    req.on('end', () => {
+      const t = nowMs();
+      const body = Buffer.concat(chunks);
+      if (req.url === '/secret') {
+        secret = JSON.parse(body.toString()).secret;
+        reset();
+        res.writeHead(204).end();
+        return;
+      }
+      if (req.url === '/reset') {
+        reset();
+        res.writeHead(204).end();
+        return;
+      }
+      const text = body.toString('latin1');
+      const eventId = /"id":"(evt_[^"]+)"/.exec(text)?.[1];
+      if (s.ids.has(eventId)) s.duplicates++;
+      else s.ids.add(eventId);
+      s.received++;
+      if (!s.firstAt) s.firstAt = t;
+      s.lastAt = t;
+      const at = text.indexOf(SENT_AT);
+      if (at >= 0) s.lat.push(t - Number.parseFloat(text.slice(at + SENT_AT.length, at + SENT_AT.length + 24)));
+      if (secret && s.received % 100 === 1) {
+        const h = req.headers;
+        verifyWebhookSignature({ id: h['webhook-id'], timestamp: h['webhook-timestamp'], signature: h['webhook-signature'], body, secret }).then(
+          (ok) => (ok ? s.verified++ : s.badSignatures++),
+          () => s.badSignatures++,
+        );
+      }
+      res.writeHead(204).end();
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  server.listen(Number(env.PORT), '127.0.0.1');
+  process.on('SIGTERM', () => process.exit(0));
+}
+
+// Orchestration ----------------------------------------------------------------------------------
+
+const SERVE_JS = path.join(root, 'dist', 'cli', 'main.js');
+const NATS_URL = env.BENCH_NATS_URL ?? 'nats://127.0.0.1:4222';
+const N = num('BENCH_N', 20_000);
+const ROUNDS = num('BENCH_ROUNDS', 3);
+const RATE = num('BENCH_RATE', 1000);
+const RATE_SECONDS = num('BENCH_RATE_SECONDS', 10);
+const IN_FLIGHT = num('BENCH_IN_FLIGHT', 256);
+const WARMUP = num('BENCH_WARMUP', 2000);
+const CONCURRENCY = num('BENCH_CONCURRENCY', 64);
+const SKIP = new Set((env.BENCH_SKIP ?? '').split(',').map((s) => s.trim()).filter(Boolean));
+const PROFILE = env.BENCH_PROFILE === '1';
+const KEEP = env.BENCH_KEEP === '1' || PROFILE;
+const API_KEY = `hk_bench_${randomBytes(8).toString('hex')}`;
+const log = (...parts) => process.stderr.write(`[bench:nats ${new Date().toISOString().slice(11, 19)}] ${parts.join(' ')}\n`);
+
+const children = new Set();
+const tempDirs = new Set();
+const streams = new Set();
+let nc = null;
+
+function launch(args, { extraEnv = {}, logFile = null, nodeArgs = [] } = {}) {
+  let out = '';
+  const fd = logFile ? openSync(logFile, 'a') : null;
+  const cp = spawn(process.execPath, [...nodeArgs, ...args], { cwd: root, env: { ...env, ...extraEnv }, stdio: fd === null ? ['ignore', 'pipe', 'pipe'] : ['ignore', fd, fd] });
+  if (fd !== null) closeSync(fd);
+  children.add(cp);
+  cp.stdout?.on('data', (d) => (out += d));
+  cp.stderr?.on('data', (d) => (out += d));
+  cp.output = () => out;
+  cp.exited = new Promise((resolve) => cp.on('exit', (code, signal) => {
+    children.delete(cp);
+    resolve({ code, signal });
+  }));
+  return cp;
+}
+
+async function stopChild(cp) {
+  if (!cp || cp.exitCode !== null || cp.signalCode !== null) return;
+  cp.kill('SIGTERM');
+  const done = await Promise.race([cp.exited.then(() => true), sleep(30_000).then(() => false)]);
+  if (!done) {
+    cp.kill('SIGKILL');
+    await cp.exited;
+  }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function request(method, url, { body, key } = {}) {
+  const headers = {};
+  if (key) headers.authorization = `Bearer ${key}`;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(10_000) });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${url} -> ${res.status} ${text.slice(0, 300)}`);
+  return text ? JSON.parse(text) : null;
+}
+
+async function waitFor(what, check, { timeoutMs, intervalMs = 50, child = null }) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child && (child.exitCode !== null || child.signalCode !== null)) throw new Error(`${what}: process exited (${child.exitCode ?? child.signalCode})`);
+    try {
+      const value = await check();
+      if (value) return value;
+    } catch {
+      // not yet
+    }
+    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${timeoutMs} ms`);
+    await sleep(intervalMs);
+  }
+}
+
+function cpuSeconds(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** A receiver and a Hookline (NATS-fed when `names` is given), webhook configured, on a fresh dir. */
+async function startPair(label, names) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), `hookline-bench-nats-${label}-`));
+  tempDirs.add(dir);
+  const receiverPort = await freePort();
+  const receiver = launch([fileURLToPath(import.meta.url), 'receiver'], { extraEnv: { PORT: String(receiverPort) }, logFile: path.join(dir, 'receiver.log') });
+  const receiverUrl = `http://127.0.0.1:${receiverPort}`;
+  await waitFor('receiver up', () => request('GET', `${receiverUrl}/stats`), { timeoutMs: 10_000, child: receiver });
+  const port = await freePort();
+  const natsEnv = names ? { HOOKLINE_NATS_URL: NATS_URL, HOOKLINE_NATS_STREAM: names.stream, HOOKLINE_NATS_SUBJECT_PREFIX: names.prefix, HOOKLINE_NATS_DURABLE: names.durable } : {};
+  const node = launch([SERVE_JS, 'serve'], {
+    nodeArgs: PROFILE ? ['--cpu-prof', '--cpu-prof-dir', path.join(dir, 'profile')] : [],
+    extraEnv: {
+      HOOKLINE_DATA_DIR: path.join(dir, 'data'),
+      HOOKLINE_PORT: String(port),
+      HOOKLINE_HOST: '127.0.0.1',
+      HOOKLINE_API_KEY: API_KEY,
+      HOOKLINE_ALLOW_PRIVATE_NETWORKS: '1',
+      HOOKLINE_LOG_LEVEL: env.HOOKLINE_LOG_LEVEL ?? 'warn',
+      // The embedded path is measured without the per-project API rate limit (NATS has none).
+      HOOKLINE_RATE_LIMIT: env.HOOKLINE_RATE_LIMIT ?? '0',
+      ...natsEnv,
+    },
+    logFile: path.join(dir, 'hookline.log'),
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor('hookline /healthz', () => request('GET', `${url}/healthz`), { timeoutMs: 60_000, intervalMs: 20, child: node }).catch((error) => {
+    throw new Error(`${error.message}\n${readFileSync(path.join(dir, 'hookline.log'), 'utf8').slice(-2000)}`);
+  });
+  await request('PUT', `${url}/v1/webhook`, { key: API_KEY, body: { callbackUrl: `${receiverUrl}/hook`, status: 'active', eventTypes: ['service.trigger.event'] } });
+  const { secret } = await request('GET', `${url}/v1/webhook/secret`, { key: API_KEY });
+  await request('POST', `${receiverUrl}/secret`, { body: { secret } });
+  return { dir, node, url, receiver, receiverUrl, stats: () => request('GET', `${receiverUrl}/stats`) };
+}
+
+async function runProducer(mode, extraEnv) {
+  const cp = launch([fileURLToPath(import.meta.url), mode], { extraEnv });
+  const { code } = await cp.exited;
+  const line = cp.output().trim().split('\n').reverse().find((l) => l.startsWith('{'));
+  if (!line) throw new Error(`${mode} failed (${code}): ${cp.output().slice(-800)}`);
+  const report = JSON.parse(line);
+  if (report.errors > 0) log(`${mode}: ${report.errors} errors`);
+  return report;
+}
+
+async function waitDelivered(pair, n) {
+  let last = -1;
+  let lastChange = Date.now();
+  for (;;) {
+    const s = await pair.stats();
+    if (s.unique >= n) return s;
+    if (s.received !== last) {
+      last = s.received;
+      lastChange = Date.now();
+    }
+    if (pair.node.exitCode !== null) throw new Error(`hookline exited (${s.unique}/${n} delivered)`);
+    if (Date.now() - lastChange > 30_000) {
+      log(`stalled: ${s.unique}/${n} delivered`);
+      return { ...s, timedOut: true };
+    }
+    await sleep(25);
+  }
+}
+
+function uniqueNames(label) {
+  const suffix = randomBytes(4).toString('hex');
+  const names = { stream: `HOOKLINE_BENCH_${label}_${suffix}`, prefix: `hlbench.${suffix}.events`, durable: `hookline_bench_${suffix}` };
+  streams.add(names.stream);
+  return names;
+}
+
+/** Consumer of a finished NATS scenario: everything delivered and acked. */
+async function consumerSettled(names) {
+  const { jetstreamManager } = await import('@nats-io/jetstream');
+  const manager = await jetstreamManager(nc);
+  return waitFor(
+    'consumer to ack everything',
+    async () => {
+      const stream = await manager.streams.info(names.stream);
+      const info = await manager.consumers.info(names.stream, names.durable);
+      const ok = info.num_pending === 0 && info.num_ack_pending === 0 && info.ack_floor.stream_seq === stream.state.last_seq;
+      return ok ? { lastSeq: stream.state.last_seq, redelivered: info.num_redelivered } : null;
+    },
+    { timeoutMs: 30_000, intervalMs: 100 },
+  );
+}
+
+async function deleteStream(name) {
+  const { jetstreamManager } = await import('@nats-io/jetstream');
+  await (await jetstreamManager(nc)).streams.delete(name).catch(() => false);
+  streams.delete(name);
+}
+
+/** One scenario: a fresh pair, `n` events through `transport` at `rate` (0 = as fast as possible). */
+async function scenario(transport, { n, rate, label }) {
+  const names = transport === 'nats' ? uniqueNames(label) : null;
+  const pair = await startPair(`${transport}-${label}`, names);
+  try {
+    const tag = `${label}${randomBytes(3).toString('hex')}`;
+    const produce = (count, runTag) =>
+      transport === 'nats'
+        ? runProducer('publisher', { NATS_URL, PREFIX: names.prefix, N: String(count), RATE: String(rate), IN_FLIGHT: String(IN_FLIGHT), TAG: runTag })
+        : runProducer('loadgen', { TARGET: pair.url, API_KEY, N: String(count), RATE: String(rate), CONCURRENCY: String(CONCURRENCY), TAG: runTag });
+    if (WARMUP > 0) {
+      // The same path, same rate, first: JIT, LMDB's first pages and the receiver connections are
+      // ready before the clock starts, so a fresh process's first second does not weigh on the figures.
+      await produce(WARMUP, `${tag}w`);
+      await waitDelivered(pair, WARMUP);
+      await request('POST', `${pair.receiverUrl}/reset`);
+    }
+    const cpu0 = cpuSeconds(pair.node.pid);
+    const t0 = performance.now();
+    const producer = await produce(n, tag);
+    const s = await waitDelivered(pair, n);
+    const wallS = (performance.now() - t0) / 1000;
+    const cpuCores = (cpuSeconds(pair.node.pid) - cpu0) / wallS;
+    const consumer = names ? await consumerSettled(names) : null;
+    const seconds = (s.last_at - producer.first_send_at) / 1000;
+    return {
+      transport, n, rate, warmup: WARMUP,
+      perS: Math.round(s.unique / seconds),
+      sendPerS: producer.send_per_s,
+      ackP50: producer.ack_p50_ms, ackP99: producer.ack_p99_ms,
+      p50: s.p50_ms, p90: s.p90_ms, p99: s.p99_ms, max: s.max_ms,
+      unique: s.unique, received: s.received, duplicates: s.duplicates,
+      verified: s.verified, badSignatures: s.bad_signatures,
+      cpuCores: Number(cpuCores.toFixed(2)),
+      producerErrors: producer.errors,
+      consumer,
+      timedOut: !!s.timedOut,
+    };
+  } finally {
+    await stopChild(pair.node);
+    await stopChild(pair.receiver);
+    if (names) await deleteStream(names.stream);
+    if (PROFILE) log(`profile of hookline (${transport} ${label}): ${path.join(pair.dir, 'profile')}`);
+  }
+}
+
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted.length ? sorted[Math.floor(sorted.length / 2)] : null;
+};
+
+function cleanup() {
+  for (const cp of children) cp.kill('SIGKILL');
+  if (!KEEP) for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+  else for (const dir of tempDirs) log(`kept ${dir}`);
+}
+
+async function main() {
+  if (!existsSync(SERVE_JS)) throw new Error(`${SERVE_JS} is missing: run npx tsc -p tsconfig.build.json first`);
+  const { connect } = await import('@nats-io/transport-node');
+  nc = await connect({ servers: NATS_URL, name: 'hookline-bench' }).catch((error) => {
+    throw new Error(`cannot reach NATS at ${NATS_URL} (${error.message}); start nats-server -js or set BENCH_NATS_URL`);
+  });
+  process.once('SIGINT', () => {
+    cleanup();
+    process.exit(130);
+  });
+  log(`NATS ${NATS_URL} (server ${nc.info?.version}), N=${N}, warm-up ${WARMUP}, rounds=${ROUNDS}, rate=${RATE}/s for ${RATE_SECONDS}s, publisher in flight=${IN_FLIGHT}, HTTP concurrency=${CONCURRENCY}, ${os.cpus().length} cores, node ${process.version}`);
+  const results = { throughput: { nats: [], embedded: [] }, latency: { nats: [], embedded: [] } };
+  try {
+    if (!SKIP.has('throughput')) {
+      for (let round = 1; round <= ROUNDS; round++) {
+        // Alternate which transport goes first, so neither always gets the warmer machine.
+        const order = round % 2 ? ['nats', 'embedded'] : ['embedded', 'nats'];
+        for (const transport of order) {
+          const result = await scenario(transport, { n: N, rate: 0, label: `t${round}` });
+          results.throughput[transport].push(result);
+          log(`throughput round ${round} ${transport}: ${result.perS}/s delivered (producer ${result.sendPerS}/s, ack p50 ${result.ackP50} ms, hookline CPU ${result.cpuCores} cores, ${result.unique}/${N} unique, ${result.duplicates} duplicates${result.consumer ? `, consumer acked to seq ${result.consumer.lastSeq}` : ''})`);
+        }
+      }
+    }
+    if (!SKIP.has('latency')) {
+      for (let round = 1; round <= ROUNDS; round++) {
+        const order = round % 2 ? ['nats', 'embedded'] : ['embedded', 'nats'];
+        for (const transport of order) {
+          const result = await scenario(transport, { n: Math.round(RATE * RATE_SECONDS), rate: RATE, label: `l${round}` });
+          results.latency[transport].push(result);
+          log(`latency round ${round} ${transport} at ${RATE}/s: p50 ${result.p50} ms, p90 ${result.p90} ms, p99 ${result.p99} ms, max ${result.max} ms (${result.unique} delivered; producer sent ${result.sendPerS}/s, its ${transport === 'nats' ? 'JetStream' : 'HTTP'} ack p50 ${result.ackP50} ms p99 ${result.ackP99} ms; hookline CPU ${result.cpuCores} cores)`);
+        }
+      }
+    }
+  } finally {
+    for (const stream of [...streams]) await deleteStream(stream);
+    await nc.close();
+    cleanup();
+  }
+
+  const natsPerS = median(results.throughput.nats.map((r) => r.perS));
+  const embeddedPerS = median(results.throughput.embedded.map((r) => r.perS));
+  const ratio = natsPerS && embeddedPerS ? Number((natsPerS / embeddedPerS).toFixed(3)) : null;
+  const all = [...results.throughput.nats, ...results.throughput.embedded, ...results.latency.nats, ...results.latency.embedded];
+  const latencyOf = (transport, key) => median(results.latency[transport].map((r) => r[key]));
+  const summary = {
+    bench: 'nats',
+    n: N,
+    rounds: ROUNDS,
+    nats_per_s: natsPerS,
+    embedded_per_s: embeddedPerS,
+    nats_rounds: results.throughput.nats.map((r) => r.perS),
+    embedded_rounds: results.throughput.embedded.map((r) => r.perS),
+    ratio,
+    target_ratio: 0.7,
+    target_met: ratio === null ? null : ratio >= 0.7,
+    rate: RATE,
+    rate_seconds: RATE_SECONDS,
+    warmup: WARMUP,
+    nats_p50_ms: latencyOf('nats', 'p50'),
+    nats_p99_ms: latencyOf('nats', 'p99'),
+    embedded_p50_ms: latencyOf('embedded', 'p50'),
+    embedded_p99_ms: latencyOf('embedded', 'p99'),
+    nats_latency_rounds: results.latency.nats.map((r) => [r.p50, r.p99]),
+    embedded_latency_rounds: results.latency.embedded.map((r) => [r.p50, r.p99]),
+    duplicates: all.reduce((sum, r) => sum + r.duplicates, 0),
+    bad_signatures: all.reduce((sum, r) => sum + r.badSignatures, 0),
+    verified_samples: all.reduce((sum, r) => sum + r.verified, 0),
+    load_average: os.loadavg().map((v) => Number(v.toFixed(2))),
+  };
+  process.stdout.write(`\nNATS JetStream ingest vs embedded (median of ${ROUNDS} rounds, N=${N}):\n`);
+  process.stdout.write(`  throughput  nats ${natsPerS}/s  embedded ${embeddedPerS}/s  ratio ${ratio} (target >= 0.70: ${summary.target_met ? 'met' : 'missed'})\n`);
+  if (summary.nats_p50_ms !== null) process.stdout.write(`  latency at ${RATE}/s (median of ${ROUNDS} rounds)  nats p50 ${summary.nats_p50_ms} ms p99 ${summary.nats_p99_ms} ms  embedded p50 ${summary.embedded_p50_ms} ms p99 ${summary.embedded_p99_ms} ms\n`);
+  process.stdout.write(`${JSON.stringify(summary)}\n`);
+  if (env.BENCH_STRICT === '1' && summary.target_met === false) process.exitCode = 2;
+}
+
+const mode = process.argv[2];
+const parties = { receiver: receiverMain, publisher: publisherMain, loadgen: loadgenMain };
+(parties[mode] ?? main)().catch((error) => {
+  process.stderr.write(`bench:nats: ${error.stack ?? error.message}\n`);
+  if (!parties[mode]) cleanup();
+  process.exit(1);
+});

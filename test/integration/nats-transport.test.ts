@@ -1,0 +1,196 @@
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import type { JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { IngestResult } from '../../src/actors/project-actor.js';
+import { HooklineError } from '../../src/errors.js';
+import { publishEvent } from '../../src/sdk/index.js';
+import type { EventInput } from '../../src/transport/event-input.js';
+import { NatsTransport } from '../../src/transport/nats.js';
+import type { EventSink, Rejection } from '../../src/transport/types.js';
+import { SHARED_NATS_URL, connectNats, deleteStreams, uniqueNatsNames, waitForConsumerDrained } from '../helpers/nats.js';
+import type { NatsNames } from '../helpers/nats.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+/**
+ * NatsTransport on its own, against the shared JetStream, with a scripted EventSink in place of the
+ * engine: the ack / nak / term mapping and flow control, which the whole-node tests cannot steer.
+ */
+
+let nc: NatsConnection;
+let manager: JetStreamManager;
+const streams = new Set<string>();
+const transports: NatsTransport[] = [];
+
+beforeAll(async () => {
+  nc = await connectNats(SHARED_NATS_URL);
+  manager = await jetstreamManager(nc);
+});
+
+afterEach(async () => {
+  for (const transport of transports.splice(0)) await transport.stop();
+  await deleteStreams(nc, streams);
+  streams.clear();
+});
+
+afterAll(async () => {
+  await nc?.close();
+});
+
+/** A sink that records every call and answers as `ingest` says (default: accepted at once). */
+class ScriptedSink implements EventSink {
+  readonly ingested: Array<{ projectId: string; input: EventInput }> = [];
+  readonly rejected: Rejection[] = [];
+  rejectCalls = 0;
+  inflight = 0;
+  maxInflight = 0;
+  constructor(
+    private readonly onIngest: (input: EventInput, attempt: number) => Promise<void> | void = () => {},
+    private readonly onReject: (rejection: Rejection, attempt: number) => Promise<void> | void = () => {},
+  ) {}
+
+  async ingest(projectId: string, input: EventInput): Promise<IngestResult> {
+    const attempt = this.ingested.filter((entry) => entry.input.id === input.id).length + 1;
+    this.ingested.push({ projectId, input });
+    this.maxInflight = Math.max(this.maxInflight, ++this.inflight);
+    try {
+      await this.onIngest(input, attempt);
+    } finally {
+      this.inflight--;
+    }
+    return { answer: { id: input.id!, deliveryId: null }, duplicate: false };
+  }
+
+  async reject(rejection: Rejection): Promise<void> {
+    await this.onReject(rejection, ++this.rejectCalls);
+    this.rejected.push(rejection);
+  }
+}
+
+async function startTransport(sink: EventSink, options: Partial<ConstructorParameters<typeof NatsTransport>[0]> = {}): Promise<{ transport: NatsTransport; names: NatsNames }> {
+  const names = uniqueNatsNames();
+  streams.add(names.natsStream);
+  const transport = new NatsTransport({ servers: SHARED_NATS_URL, stream: names.natsStream, subjectPrefix: names.natsSubjectPrefix, durable: names.natsDurable, nakDelayMs: 50, ...options });
+  await transport.start(sink);
+  transports.push(transport);
+  return { transport, names };
+}
+
+const publish = (names: NatsNames, id: string, projectId = 'default') => publishEvent(nc, projectId, { id, type: 'service.trigger.event', data: { id } }, { subjectPrefix: names.natsSubjectPrefix });
+
+describe('NatsTransport ack / nak / term', () => {
+  it('naks a transient ingest failure with a delay and acks the redelivery once it is stored', async () => {
+    const sink = new ScriptedSink((input, attempt) => {
+      if (input.id === 'evt_flaky' && attempt < 3) throw new HooklineError('HOOKLINE_ERR_STORAGE', 'disk full (test)');
+    });
+    const { names } = await startTransport(sink);
+    await publish(names, 'evt_flaky');
+    await publish(names, 'evt_steady');
+
+    const consumer = await waitForConsumerDrained(manager, names);
+    expect(sink.ingested.filter((entry) => entry.input.id === 'evt_flaky')).toHaveLength(3);
+    expect(sink.ingested.filter((entry) => entry.input.id === 'evt_steady')).toHaveLength(1);
+    expect(consumer.num_redelivered).toBe(0); // once acked, nothing is left awaiting redelivery
+    expect(sink.rejected).toEqual([]);
+  });
+
+  it('records then terminates a permanent ingest failure (event id conflict) with its code as reason', async () => {
+    const sink = new ScriptedSink((input) => {
+      if (input.id === 'evt_clash') throw new HooklineError('HOOKLINE_ERR_EVENT_ID_CONFLICT', 'event evt_clash was already used with a different body');
+    });
+    const { names } = await startTransport(sink);
+    await publish(names, 'evt_clash');
+    await waitForConsumerDrained(manager, names);
+    expect(sink.ingested).toHaveLength(1);
+    expect(sink.rejected).toEqual([expect.objectContaining({ projectId: 'default', reason: 'event_id_conflict', source: `nats:${names.natsSubjectPrefix}.default#1` })]);
+  });
+
+  it('rejects a body id that differs from Nats-Msg-Id, and naks (not drops) a message whose rejection could not be recorded', async () => {
+    const sink = new ScriptedSink(undefined, (_rejection, attempt) => {
+      if (attempt === 1) throw new HooklineError('HOOKLINE_ERR_STORAGE', 'disk full (test)');
+    });
+    const { names } = await startTransport(sink);
+    await jetstream(nc).publish(`${names.natsSubjectPrefix}.default`, JSON.stringify({ id: 'evt_body', type: 'service.trigger.event', data: {} }), { msgID: 'evt_header' });
+
+    await waitForConsumerDrained(manager, names);
+    expect(sink.ingested).toEqual([]);
+    expect(sink.rejectCalls).toBe(2);
+    expect(sink.rejected).toEqual([expect.objectContaining({ reason: 'validation_failed', details: [{ path: 'id', message: 'must equal Nats-Msg-Id' }] })]);
+  });
+
+  it('takes the event id from Nats-Msg-Id when the body has none', async () => {
+    const sink = new ScriptedSink();
+    const { names } = await startTransport(sink);
+    await jetstream(nc).publish(`${names.natsSubjectPrefix}.default`, JSON.stringify({ type: 'service.trigger.disabled', data: { x: 1 } }), { msgID: 'evt_from_header' });
+    await waitForConsumerDrained(manager, names);
+    expect(sink.ingested).toEqual([{ projectId: 'default', input: { id: 'evt_from_header', type: 'service.trigger.disabled', data: { x: 1 } } }]);
+  });
+
+  it('without body id or Nats-Msg-Id, derives the id from the stream sequence and store time (stable across redeliveries)', async () => {
+    const sink = new ScriptedSink((_input, attempt) => {
+      if (attempt === 1) throw new HooklineError('HOOKLINE_ERR_STORAGE', 'disk full (test)');
+    });
+    const { names } = await startTransport(sink);
+    await jetstream(nc).publish(`${names.natsSubjectPrefix}.default`, JSON.stringify({ type: 'service.trigger.event', data: {} }));
+    await waitForConsumerDrained(manager, names);
+    expect(sink.ingested).toHaveLength(2);
+    expect(sink.ingested[0]!.input.id).toMatch(/^evt_js1_\d+$/);
+    expect(sink.ingested[1]!.input.id).toBe(sink.ingested[0]!.input.id);
+  });
+});
+
+describe('NatsTransport flow control', () => {
+  it('holds at most max_ack_pending messages in flight during a burst of thousands, then catches up', async () => {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const sink = new ScriptedSink(() => released);
+    const maxAckPending = 2048; // NatsTransport's default
+    const { names } = await startTransport(sink);
+    const consumerConfig = (await manager.consumers.info(names.natsStream, names.natsDurable)).config;
+    expect(consumerConfig.max_ack_pending).toBe(maxAckPending);
+
+    const total = 5_000;
+    const js = jetstream(nc);
+    const subject = `${names.natsSubjectPrefix}.default`;
+    for (let start = 0; start < total; start += 500) {
+      await Promise.all(Array.from({ length: Math.min(500, total - start) }, (_, i) => js.publish(subject, JSON.stringify({ id: `evt_burst_${start + i}`, type: 'service.trigger.event', data: {} }))));
+    }
+
+    // The engine is stalled: the server stops at max_ack_pending and the transport holds no more.
+    await waitFor(() => sink.inflight === maxAckPending, { timeoutMs: 10_000, message: `${maxAckPending} ingests in flight` });
+    const stalled = await waitFor(
+      async () => {
+        const info = await manager.consumers.info(names.natsStream, names.natsDurable);
+        return info.num_ack_pending === maxAckPending && info.num_pending === total - maxAckPending ? info : null;
+      },
+      { message: 'the server to hold back the rest' },
+    );
+    expect(stalled.delivered.stream_seq).toBe(maxAckPending);
+    expect(sink.maxInflight).toBe(maxAckPending);
+
+    release();
+    const drained = await waitForConsumerDrained(manager, names, 15_000);
+    expect(drained.ack_floor.stream_seq).toBe(total);
+    expect(sink.ingested).toHaveLength(total);
+    expect(sink.maxInflight).toBeLessThanOrEqual(maxAckPending);
+  });
+
+  it('stop() resolves only after the messages being ingested are settled', async () => {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const sink = new ScriptedSink(() => released);
+    const { transport, names } = await startTransport(sink);
+    await publish(names, 'evt_slow');
+    await waitFor(() => sink.inflight === 1, { message: 'the ingest to start' });
+
+    let stopped = false;
+    const stopping = transport.stop().then(() => (stopped = true));
+    await waitFor(() => sink.ingested.length === 1, { message: 'the ingest to be under way' });
+    expect(stopped).toBe(false);
+    release();
+    await stopping;
+    expect(sink.inflight).toBe(0);
+    const info = await manager.consumers.info(names.natsStream, names.natsDurable);
+    expect(info.ack_floor.stream_seq).toBe(1);
+  });
+});
