@@ -28,6 +28,12 @@ export interface EngineOptions {
   transports?: InboundTransport[];
   /** LMDB map size for the store (tests use a small one to exercise a full disk). */
   mapSize?: number;
+  /**
+   * Cluster mode: which projects this node owns right now. Set, the engine resumes nothing at
+   * start (the cluster node resumes partitions as it takes them) and refuses to act for others.
+   * @default every project is this node's
+   */
+  ownership?: { ownsProject(projectId: string): boolean };
 }
 
 const DEFAULT_PROJECT_ID = 'default';
@@ -58,6 +64,7 @@ export class Engine implements EventSink {
   private readonly logger: Logger;
   private readonly random: () => number;
   private readonly liveBudget: { count: number; readonly max: number };
+  private readonly ownership: EngineOptions['ownership'];
   private readonly transports: InboundTransport[];
   private pruneTimer: NodeJS.Timeout | null = null;
   private stopping: Promise<void> | null = null;
@@ -87,12 +94,13 @@ export class Engine implements EventSink {
     });
     this.random = options.random ?? Math.random;
     this.liveBudget = { count: 0, max: settings.maxLiveDeliveries };
+    this.ownership = options.ownership;
   }
 
   /** Opens the store, resumes every live delivery, then starts the transports. */
   static async start(options: EngineOptions): Promise<Engine> {
     const engine = new Engine(options.settings, options);
-    engine.resumeLiveDeliveries();
+    if (!options.ownership) engine.resumeProjects(() => true);
     for (const transport of engine.transports) await transport.start(engine);
     engine.pruneTimer = setInterval(() => void engine.pruneExpired(), PRUNE_INTERVAL_MS);
     engine.pruneTimer.unref();
@@ -106,9 +114,14 @@ export class Engine implements EventSink {
   }
 
   /** The actor of a project that exists; created on first use. */
+  private owns(projectId: string): boolean {
+    return this.ownership?.ownsProject(projectId) ?? true;
+  }
+
   actorFor(projectId: string): ProjectActor {
     let actor = this.actors.get(projectId);
     if (!actor) {
+      if (!this.owns(projectId)) throw new HooklineError('HOOKLINE_ERR_PARTITION_MOVING', `project ${projectId} is not served by this node right now; retry shortly`, { retryAfterSeconds: 1 });
       if (!this.store.getProject(projectId)) throw new HooklineError('HOOKLINE_ERR_UNKNOWN_PROJECT', `unknown project ${projectId}`);
       actor = new ProjectActor(projectId, {
         store: this.store,
@@ -184,9 +197,11 @@ export class Engine implements EventSink {
 
   // Start, retention, stop ----------------------------------------------------------------------
 
-  private resumeLiveDeliveries(): void {
+  /** Resumes the live deliveries of every stored project matching `owns`; returns how many. */
+  resumeProjects(owns: (projectId: string) => boolean): number {
     let resumed = 0;
     for (const project of this.store.allProjects()) {
+      if (!owns(project.id)) continue;
       for (const status of ['pending', 'delivering', 'retrying'] as const) {
         for (const id of this.store.deliveryIdsByStatus(project.id, status)) {
           const record = this.store.getDelivery(project.id, id);
@@ -197,12 +212,26 @@ export class Engine implements EventSink {
       }
     }
     if (resumed > 0) this.logger.info({ resumed }, 'resumed live deliveries from LMDB');
+    return resumed;
+  }
+
+  /**
+   * Stops acting for the projects matching `owns` (cluster: a partition moves away): their actors
+   * stop starting attempts, in-flight ones finish, then the actors are dropped.
+   */
+  async releaseProjects(owns: (projectId: string) => boolean): Promise<void> {
+    const leaving = [...this.actors.values()].filter((actor) => owns(actor.projectId));
+    await Promise.all(leaving.map((actor) => actor.drain(this.settings.deliveryTimeoutMs + 1000)));
+    for (const actor of leaving) {
+      actor.dropFromBudget();
+      this.actors.delete(actor.projectId);
+    }
   }
 
   async pruneExpired(): Promise<number> {
     const cutoffId = idLowerBound('dlv', this.clock.now() - this.settings.retentionMs);
     let pruned = 0;
-    for (const project of this.store.allProjects()) pruned += await this.store.pruneTerminal(project.id, cutoffId, PRUNE_BATCH);
+    for (const project of this.store.allProjects()) if (this.owns(project.id)) pruned += await this.store.pruneTerminal(project.id, cutoffId, PRUNE_BATCH);
     if (pruned > 0) this.logger.info({ pruned }, 'pruned terminal deliveries past retention');
     return pruned;
   }

@@ -165,7 +165,7 @@ export class ProjectActor {
       throw new HooklineError('HOOKLINE_ERR_OVERLOADED', `${this.deps.liveBudget.count} deliveries are already waiting (HOOKLINE_MAX_LIVE_DELIVERIES); nothing was stored, send again shortly`, { retryAfterSeconds: 5 });
     }
     if (this.deps.store.isOverQuota()) {
-      throw new HooklineError('HOOKLINE_ERR_STORAGE_FULL', 'the data directory is at HOOKLINE_MAX_DATA_SIZE; nothing was stored. Free space or raise the limit; stored events are still being delivered', { retryAfterSeconds: 30 });
+      throw new HooklineError('HOOKLINE_ERR_STORAGE_FULL', 'the data directory is at HOOKLINE_MAX_DATA_SIZE or its disk is nearly full; nothing was stored. Free space or raise the limit; stored events are still being delivered', { retryAfterSeconds: 30 });
     }
     const envelope = buildEnvelope(input, eventId, now);
     const delivery = matched ? this.newDeliveryRecord(eventId, input.type, now) : null;
@@ -404,6 +404,12 @@ export class ProjectActor {
     }
     if (step.state === 'pending' || step.state === 'retrying') this.scheduleOrQueue(delivery);
     return committed;
+  }
+
+  /** The actor is being dropped (its partition moved): its deliveries no longer count against the budget. */
+  dropFromBudget(): void {
+    this.deps.liveBudget.count -= this.live.size;
+    this.live.clear();
   }
 
   private hold(delivery: LiveDelivery): void {

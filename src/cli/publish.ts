@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { connect } from '@nats-io/transport-node';
 import { z } from 'zod';
 import { publishEvent } from '../sdk/nats.js';
+import { ingestSubject } from '../sdk/partition.js';
 import { EVENT_TYPES } from '../sdk/types.js';
 import type { CliCommand } from './command.js';
 import { usageError, wantsHelp } from './command.js';
@@ -22,6 +23,7 @@ const flagsSchema = z.object({
   id: z.string().regex(/^evt_[A-Za-z0-9_-]{1,100}$/, '--id must be evt_ followed by 1-100 of A-Z a-z 0-9 _ -').optional(),
   url: z.string().min(1),
   prefix: z.string().min(1),
+  partitions: z.coerce.number().int().min(1, '--partitions must be the cluster\'s HOOKLINE_PARTITIONS (a positive integer)').max(1024).optional(),
 });
 
 export const publishCommand: CliCommand = {
@@ -36,7 +38,9 @@ the id and stream sequence. A Hookline started with HOOKLINE_NATS_URL consumes i
   --data      the event's data, a JSON object
   --id        event id (generated when omitted); publishing the same id again is de-duplicated
   --url       NATS server (default $HOOKLINE_NATS_URL or nats://127.0.0.1:4222)
-  --prefix    subject prefix (default $HOOKLINE_NATS_SUBJECT_PREFIX or hookline.events)`,
+  --prefix    subject prefix (default $HOOKLINE_NATS_SUBJECT_PREFIX or hookline.events)
+  --partitions  publishing to a cluster: its partition count (default $HOOKLINE_PARTITIONS when
+                HOOKLINE_CLUSTER=1); the subject becomes <prefix>.<partition>.<project>`,
   async run(args) {
     if (wantsHelp(args)) {
       process.stdout.write(`${this.help}\n`);
@@ -44,7 +48,7 @@ the id and stream sequence. A Hookline started with HOOKLINE_NATS_URL consumes i
     }
     let values: Record<string, string | undefined>;
     try {
-      values = parseArgs({ args, options: { project: { type: 'string' }, type: { type: 'string' }, data: { type: 'string' }, id: { type: 'string' }, url: { type: 'string' }, prefix: { type: 'string' } } }).values;
+      values = parseArgs({ args, options: { project: { type: 'string' }, type: { type: 'string' }, data: { type: 'string' }, id: { type: 'string' }, url: { type: 'string' }, prefix: { type: 'string' }, partitions: { type: 'string' } } }).values;
     } catch (error) {
       return usageError(this, (error as Error).message);
     }
@@ -52,6 +56,7 @@ the id and stream sequence. A Hookline started with HOOKLINE_NATS_URL consumes i
       ...values,
       url: values.url ?? process.env.HOOKLINE_NATS_URL ?? 'nats://127.0.0.1:4222',
       prefix: values.prefix ?? process.env.HOOKLINE_NATS_SUBJECT_PREFIX ?? 'hookline.events',
+      partitions: values.partitions ?? (process.env.HOOKLINE_CLUSTER === '1' ? (process.env.HOOKLINE_PARTITIONS ?? '64') : undefined),
     });
     if (!parsed.success) return usageError(this, parsed.error.issues.map((issue) => (issue.path.length ? `${issue.message} (${issue.path.join('.')})` : issue.message)).join('; '));
     const flags = parsed.data;
@@ -63,8 +68,8 @@ the id and stream sequence. A Hookline started with HOOKLINE_NATS_URL consumes i
       return 1;
     }
     try {
-      const result = await publishEvent(connection, flags.project, { type: flags.type, data: flags.data, ...(flags.id ? { id: flags.id } : {}) }, { subjectPrefix: flags.prefix });
-      process.stdout.write(`published ${result.id} on ${flags.prefix}.${flags.project} (stream seq ${result.seq}${result.duplicate ? ', duplicate: dropped by JetStream' : ''})\n`);
+      const result = await publishEvent(connection, flags.project, { type: flags.type, data: flags.data, ...(flags.id ? { id: flags.id } : {}) }, { subjectPrefix: flags.prefix, ...(flags.partitions ? { partitions: flags.partitions } : {}) });
+      process.stdout.write(`published ${result.id} on ${ingestSubject(flags.prefix, flags.project, flags.partitions)} (stream seq ${result.seq}${result.duplicate ? ', duplicate: dropped by JetStream' : ''})\n`);
       return 0;
     } catch (error) {
       process.stderr.write(`hookline publish: ${(error as Error).message}; is a Hookline with HOOKLINE_NATS_URL running (it creates the stream)?\n`);

@@ -6,7 +6,7 @@ import { wantsHelp } from './command.js';
 export const serveCommand: CliCommand = {
   name: 'serve',
   summary: 'run the webhook delivery service (what `npm start` runs)',
-  help: `Usage: hookline serve
+  help: `Usage: hookline serve [--cluster]
 
 Runs Hookline on the settings in the environment (see the README for every variable):
   HOOKLINE_HOST, HOOKLINE_PORT      listen address            (127.0.0.1, 8080)
@@ -16,13 +16,22 @@ Runs Hookline on the settings in the environment (see the README for every varia
   HOOKLINE_RETRY_SCHEDULE           e.g. 0,5s,5m,30m,2h,5h,10h,10h
   HOOKLINE_DELIVERY_TIMEOUT         receiver timeout          (15s)
   HOOKLINE_ALLOW_PRIVATE_NETWORKS   1 to allow loopback/private callbacks (0)
+  HOOKLINE_NATS_URL                 also ingest from NATS JetStream (unset); HOOKLINE_NATS_STREAM,
+                                    HOOKLINE_NATS_SUBJECT_PREFIX, HOOKLINE_NATS_DURABLE name its parts
+  --cluster / HOOKLINE_CLUSTER=1    join a cluster over HOOKLINE_NATS_URL; HOOKLINE_NODE_ID,
+                                    HOOKLINE_PARTITIONS (64), HOOKLINE_LEASE_TTL (5s)
 SIGTERM or SIGINT drains in-flight attempts, flushes LMDB and exits 0.`,
   async run(args) {
     if (wantsHelp(args)) {
       process.stdout.write(`${this.help}\n`);
       return 0;
     }
-    const settings = settingsFromEnvironment();
+    const unknown = args.filter((arg) => arg !== '--cluster');
+    if (unknown.length > 0) {
+      process.stderr.write(`hookline serve: unknown option ${unknown[0]}; settings come from HOOKLINE_* variables (see --help)\n`);
+      return 2;
+    }
+    const settings = settingsFromEnvironment(args.includes('--cluster') ? { ...process.env, HOOKLINE_CLUSTER: '1' } : process.env);
     const node = await startHookline(settings);
     const log = node.http.log;
     log.info({ url: node.url, dataDir: settings.dataDir }, 'hookline is serving');

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { z } from 'zod';
 import { HooklineError } from '../errors.js';
 import { SVIX_RETRY_SCHEDULE_MS, parseByteSize, parseDuration, parseRetrySchedule } from './duration.js';
@@ -22,6 +23,16 @@ export interface Settings {
   natsStream: string;
   natsSubjectPrefix: string;
   natsDurable: string;
+  /** Cluster mode (needs natsUrl): several nodes share projects by partition. */
+  cluster: boolean;
+  /** This node's name in the cluster; stable across restarts. */
+  nodeId: string;
+  /** Partitions of the project space; fixed for the life of a cluster. */
+  partitions: number;
+  /** How long a partition lease (and a node's heartbeat) lasts without renewal. */
+  leaseMs: number;
+  /** Subject root of the cluster's own traffic: changelog and request routing. */
+  clusterSubjectPrefix: string;
   /** How long terminal deliveries are kept for the log API. */
   retentionMs: number;
   /** An endpoint whose every attempt failed for this long is disabled. */
@@ -65,6 +76,11 @@ const environmentSchema = z.object({
   HOOKLINE_NATS_URL: optionalText,
   HOOKLINE_NATS_STREAM: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only').default('HOOKLINE_EVENTS'),
   HOOKLINE_NATS_SUBJECT_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'dot-separated tokens without wildcards').default('hookline.events'),
+  HOOKLINE_CLUSTER: flag.default(false),
+  HOOKLINE_NODE_ID: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only').optional(),
+  HOOKLINE_PARTITIONS: z.coerce.number().int().min(1).max(1024).default(64),
+  HOOKLINE_LEASE_TTL: parsed(parseDuration).default(5_000),
+  HOOKLINE_CLUSTER_SUBJECT_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'dot-separated tokens without wildcards').default('hookline.cluster'),
   HOOKLINE_NATS_DURABLE: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only').default('hookline'),
   HOOKLINE_RETENTION: parsed(parseDuration).default(30 * 24 * 3600_000),
   HOOKLINE_DISABLE_AFTER: parsed(parseDuration).default(5 * 24 * 3600_000),
@@ -85,6 +101,9 @@ export function settingsFromEnvironment(environment: Record<string, string | und
     throw new HooklineError('HOOKLINE_ERR_CONFIG', `invalid settings: ${summary}`, { details });
   }
   const env = result.data;
+  if (env.HOOKLINE_CLUSTER && !env.HOOKLINE_NATS_URL) {
+    throw new HooklineError('HOOKLINE_ERR_CONFIG', 'invalid settings: HOOKLINE_CLUSTER=1 needs HOOKLINE_NATS_URL (the cluster is connected by NATS)', { details: [{ path: 'HOOKLINE_CLUSTER', message: 'requires HOOKLINE_NATS_URL' }] });
+  }
   return {
     host: env.HOOKLINE_HOST,
     port: env.HOOKLINE_PORT,
@@ -100,6 +119,11 @@ export function settingsFromEnvironment(environment: Record<string, string | und
     natsStream: env.HOOKLINE_NATS_STREAM,
     natsSubjectPrefix: env.HOOKLINE_NATS_SUBJECT_PREFIX,
     natsDurable: env.HOOKLINE_NATS_DURABLE,
+    cluster: env.HOOKLINE_CLUSTER,
+    nodeId: env.HOOKLINE_NODE_ID ?? `${hostname().replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 40)}-${env.HOOKLINE_PORT}`,
+    partitions: env.HOOKLINE_PARTITIONS,
+    leaseMs: env.HOOKLINE_LEASE_TTL,
+    clusterSubjectPrefix: env.HOOKLINE_CLUSTER_SUBJECT_PREFIX,
     retentionMs: env.HOOKLINE_RETENTION,
     disableAfterMs: env.HOOKLINE_DISABLE_AFTER,
     endpointConcurrency: env.HOOKLINE_ENDPOINT_CONCURRENCY,

@@ -2,6 +2,8 @@ import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Engine } from '../actors/engine.js';
 import { HooklineError, isHooklineError } from '../errors.js';
+import { FORWARDED_HEADER } from '../cluster/rpc.js';
+import type { ForwardedReply, ForwardedRequest } from '../cluster/rpc.js';
 import type { EmbeddedTransport } from '../transport/embedded.js';
 import { ProjectRateLimiter } from './rate-limit.js';
 import { registerAdminRoutes } from './routes/admin.js';
@@ -13,9 +15,18 @@ import { registerStatsRoutes } from './routes/stats.js';
 import { registerDashboardRoutes } from './routes/ui.js';
 import { registerWebhookRoutes } from './routes/webhook.js';
 
+/** Cluster mode: routes a project's calls to the node that owns its partition. */
+export interface ClusterRouting {
+  readonly nodeId: string;
+  ownsProject(projectId: string): boolean;
+  forward(projectId: string, request: ForwardedRequest): Promise<ForwardedReply>;
+}
+
 export interface HttpDeps {
   engine: Engine;
   embedded: EmbeddedTransport;
+  /** @default none (single node: every project is served here) */
+  cluster?: ClusterRouting;
 }
 
 declare module 'fastify' {
@@ -87,6 +98,22 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
         throw new HooklineError('HOOKLINE_ERR_RATE_LIMITED', `more than ${deps.engine.settings.rateLimit} requests per second for this project; retry after ${waitSeconds} s`, { retryAfterSeconds: waitSeconds });
       }
     });
+    if (deps.cluster) {
+      const cluster = deps.cluster;
+      // After auth and body parsing: a call about another node's partition is answered by that node.
+      v1.addHook('preHandler', async (request, reply) => {
+        if (cluster.ownsProject(request.projectId) || request.headers[FORWARDED_HEADER] !== undefined) return;
+        const headers: Record<string, string> = { authorization: request.headers.authorization ?? '' };
+        if (request.body !== undefined) headers['content-type'] = 'application/json';
+        const answer = await cluster.forward(request.projectId, {
+          method: request.method,
+          url: request.url,
+          headers,
+          body: request.body === undefined ? null : JSON.stringify(request.body),
+        });
+        return reply.status(answer.statusCode).headers(answer.headers).send(answer.body);
+      });
+    }
     registerWebhookRoutes(v1, deps);
     registerEventRoutes(v1, deps);
     registerDeliveryRoutes(v1, deps);

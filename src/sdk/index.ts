@@ -43,3 +43,4 @@ export type {
 export { DELIVERY_STATUSES, EVENT_TYPES, METADATA_KEYS } from './types.js';
 export type { PublishEventOptions, PublishEventResult } from './nats.js';
 export { publishEvent } from './nats.js';
+export { ingestSubject, partitionOf } from './partition.js';

@@ -1,9 +1,16 @@
 import type { NatsConnection } from '@nats-io/transport-node';
+import { ingestSubject } from './partition.js';
 import type { SendEventInput } from './types.js';
 
 export interface PublishEventOptions {
   /** Must match the server's HOOKLINE_NATS_SUBJECT_PREFIX. @default "hookline.events" */
   subjectPrefix?: string;
+  /**
+   * The cluster's partition count (HOOKLINE_PARTITIONS) when publishing to a cluster: the subject
+   * then carries the project's partition, `<prefix>.<partition>.<projectId>`.
+   * @default undefined (a single node: `<prefix>.<projectId>`)
+   */
+  partitions?: number;
   /**
    * How long to wait for JetStream's ack before rejecting (the message may still have been stored:
    * publish again with the same id, and JetStream drops the repeat). @default 5000
@@ -39,6 +46,7 @@ export async function publishEvent(connection: NatsConnection, projectId: string
   const id = event.id ?? newEventId();
   const timestamp = event.timestamp instanceof Date ? event.timestamp.toISOString() : event.timestamp;
   const body = JSON.stringify({ ...event, id, ...(timestamp !== undefined ? { timestamp } : {}) });
-  const ack = await jetstream(connection).publish(`${options.subjectPrefix ?? 'hookline.events'}.${projectId}`, body, { msgID: id, ...(options.timeoutMs !== undefined ? { timeout: options.timeoutMs } : {}) });
+  const subject = ingestSubject(options.subjectPrefix ?? 'hookline.events', projectId, options.partitions);
+  const ack = await jetstream(connection).publish(subject, body, { msgID: id, ...(options.timeoutMs !== undefined ? { timeout: options.timeoutMs } : {}) });
   return { id, seq: ack.seq, duplicate: ack.duplicate };
 }

@@ -1,3 +1,4 @@
+import { statfsSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import type { DeliveryStatus } from '../machines/index.js';
@@ -21,6 +22,24 @@ export interface StoreOptions {
   maxDataBytes?: number;
 }
 
+/**
+ * Where a cluster node sends every committed change, so that another node can take the project
+ * over (the partition changelog) or authenticate its keys (the directory). Single nodes have none.
+ * A write resolves only after its replication does: an acknowledged event is replicated too.
+ */
+export interface StoreReplicator {
+  project(record: ProjectRecord, apiKeyHash: string | null): Promise<void>;
+  delivery(projectId: string, record: DeliveryRecord): Promise<void>;
+  event(projectId: string, record: EventRecord): Promise<void>;
+  webhook(projectId: string, record: WebhookRecord): Promise<void>;
+}
+
+/** A record arriving from another node's changelog, stored as it is and not replicated again. */
+export type RestoredRecord =
+  | { kind: 'delivery'; record: DeliveryRecord }
+  | { kind: 'event'; record: EventRecord }
+  | { kind: 'webhook'; record: WebhookRecord };
+
 /** How often the used size is re-read from LMDB's stats: often enough for a quota, cheap on ingest. */
 const QUOTA_CHECK_INTERVAL_MS = 250;
 
@@ -32,6 +51,9 @@ const QUOTA_CHECK_INTERVAL_MS = 250;
  * would kill the node instead of turning ingest into 503s.
  */
 const LMDB_COMMIT_FAILED = 'Commit failed (see commitError for details)';
+/** Free space kept on the data directory's filesystem: ingest stops there (the smaller of the two). */
+const DISK_RESERVE_MAX_BYTES = 128 * 1024 * 1024;
+const DISK_RESERVE_FRACTION = 0.05;
 /** Below this much free space, a failed commit is taken for a full disk whatever errno it carries (EIO included). */
 const DISK_FULL_FREE_BYTES = 1024 * 1024;
 /**
@@ -90,6 +112,8 @@ export class HooklineStore {
   readonly deliveriesByStatus: Database<true, StatusKey>;
   readonly rejectedEvents: Database<RejectedEventRecord, ProjectKey>;
 
+  /** Set by a cluster node; null on a single node. */
+  replicator: StoreReplicator | null = null;
   private readonly path: string;
   private readonly maxDataBytes: number;
   private quotaCheckedAt = 0;
@@ -109,16 +133,30 @@ export class HooklineStore {
     this.rejectedEvents = this.root.openDB({ name: 'rejected-events' });
   }
 
-  /** True when the used pages of the environment exceed `maxDataBytes` (re-read every 250 ms). */
+  /**
+   * True when the used pages of the environment exceed `maxDataBytes`, or when the filesystem of the
+   * data directory is down to its reserve (re-read every 250 ms). The reserve keeps LMDB from ever
+   * meeting a full disk on an ingest: lmdb-js can corrupt its own memory on a write that fails with
+   * ENOSPC, and the deliveries already stored need room for their state changes.
+   */
   isOverQuota(): boolean {
-    if (this.maxDataBytes <= 0) return false;
     const now = performance.now();
     if (now - this.quotaCheckedAt >= QUOTA_CHECK_INTERVAL_MS) {
       this.quotaCheckedAt = now;
       const stats = this.root.getStats() as { lastPageNumber: number; pageSize: number };
-      this.overQuota = stats.lastPageNumber * stats.pageSize >= this.maxDataBytes;
+      const overLimit = this.maxDataBytes > 0 && stats.lastPageNumber * stats.pageSize >= this.maxDataBytes;
+      this.overQuota = overLimit || this.diskAtReserve();
     }
     return this.overQuota;
+  }
+
+  private diskAtReserve(): boolean {
+    try {
+      const { bavail, bsize, blocks } = statfsSync(this.path);
+      return bavail * bsize < Math.min(DISK_RESERVE_MAX_BYTES, blocks * bsize * DISK_RESERVE_FRACTION);
+    } catch {
+      return false;
+    }
   }
 
   // Projects and keys -------------------------------------------------------------------------
@@ -137,10 +175,21 @@ export class HooklineStore {
       this.projects.put(project.id, project);
       this.apiKeys.put(apiKeyHash, project.id);
     }));
+    await this.replicator?.project(project, apiKeyHash);
   }
 
   async addApiKey(apiKeyHash: string, projectId: string): Promise<void> {
     await observed(this.apiKeys.put(apiKeyHash, projectId));
+    const project = this.getProject(projectId);
+    if (project) await this.replicator?.project(project, apiKeyHash);
+  }
+
+  /** Mirrors a project or key another node created (from the cluster directory); not replicated again. */
+  async mirrorDirectory(project: ProjectRecord | null, apiKeyHash: string | null, projectId: string): Promise<void> {
+    await observed(this.root.transaction(() => {
+      if (project && !this.projects.get(project.id)) this.projects.put(project.id, project);
+      if (apiKeyHash) this.apiKeys.put(apiKeyHash, projectId);
+    }));
   }
 
   projectIdForKeyHash(apiKeyHash: string): string | undefined {
@@ -155,6 +204,7 @@ export class HooklineStore {
 
   async putWebhook(projectId: string, webhook: WebhookRecord): Promise<void> {
     await observed(this.webhooks.put(projectId, webhook));
+    await this.replicator?.webhook(projectId, webhook);
   }
 
   // Events and deliveries ---------------------------------------------------------------------
@@ -182,6 +232,7 @@ export class HooklineStore {
     } catch (error) {
       throw await this.commitFailureCause(error);
     }
+    if (this.replicator) await Promise.all([this.replicator.event(projectId, event), delivery ? this.replicator.delivery(projectId, delivery) : null]);
   }
 
   /** Resolves once every commit so far is on disk: the flush, or failing that in time, an explicit sync. */
@@ -219,12 +270,29 @@ export class HooklineStore {
 
   /** Stores a replay: a new delivery of a stored event, linked from the event. */
   async writeReplay(projectId: string, eventId: string, delivery: DeliveryRecord): Promise<void> {
-    await observed(this.root.transaction(() => {
+    const event = await observed(this.root.transaction(() => {
       const event = this.events.get([projectId, eventId]);
       if (!event) throw new Error(`event ${eventId} vanished before its replay was stored`);
       event.deliveryIds.push(delivery.id);
       this.events.put([projectId, eventId], event);
       this.putNewDelivery(projectId, delivery);
+      return event;
+    }));
+    if (this.replicator) await Promise.all([this.replicator.event(projectId, event), this.replicator.delivery(projectId, delivery)]);
+  }
+
+  /** Stores a record from another node's changelog over whatever this node had (cluster takeover). */
+  async restoreRecord(projectId: string, restored: RestoredRecord): Promise<void> {
+    await observed(this.root.transaction(() => {
+      if (restored.kind === 'webhook') {
+        this.webhooks.put(projectId, restored.record);
+      } else if (restored.kind === 'event') {
+        this.events.put([projectId, restored.record.id], restored.record);
+      } else {
+        const previous = this.deliveries.get([projectId, restored.record.id]);
+        if (previous) this.deliveriesByStatus.remove([projectId, previous.status, previous.id]);
+        this.putNewDelivery(projectId, restored.record);
+      }
     }));
   }
 
@@ -238,6 +306,12 @@ export class HooklineStore {
    * with the record as this step left it (later steps may already be queued behind it).
    */
   async applyDeliveryChange(projectId: string, deliveryId: string, change: DeliveryChange): Promise<DeliveryRecord | undefined> {
+    const record = await this.applyDeliveryChangeLocally(projectId, deliveryId, change);
+    if (record && this.replicator) await this.replicator.delivery(projectId, record);
+    return record;
+  }
+
+  private applyDeliveryChangeLocally(projectId: string, deliveryId: string, change: DeliveryChange): Promise<DeliveryRecord | undefined> {
     return observed(this.root.transaction(() => {
       const key: ProjectKey = [projectId, deliveryId];
       const record = this.deliveries.get(key);

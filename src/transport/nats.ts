@@ -22,6 +22,12 @@ export interface NatsTransportOptions {
   maxAckPending?: number;
   /** Redelivery delay after a transient failure (storage full, draining). @default 1000 */
   nakDelayMs?: number;
+  /**
+   * Subjects of the stream when this transport has to create it; a cluster node consuming one
+   * partition (`<prefix>.<partition>`) creates the stream for every partition.
+   * @default [`<subjectPrefix>.>`]
+   */
+  streamSubjects?: string[];
   /** Window in which JetStream drops a repeated `Nats-Msg-Id`. @default 120000 */
   duplicateWindowMs?: number;
   /** Where consumer interruptions and recoveries are reported. @default none */
@@ -134,7 +140,8 @@ export class NatsTransport implements InboundTransport {
 
   private async ensureStreamAndConsumer(connection: NatsConnection): Promise<void> {
     const manager = await jetstreamManager(connection);
-    const subjects = [`${this.subjectPrefix}.>`];
+    const filter = `${this.subjectPrefix}.>`;
+    const subjects = this.options.streamSubjects ?? [filter];
     try {
       await manager.streams.info(this.stream);
     } catch {
@@ -147,7 +154,7 @@ export class NatsTransport implements InboundTransport {
         durable_name: this.durable,
         ack_policy: AckPolicy.Explicit,
         deliver_policy: DeliverPolicy.All,
-        filter_subject: subjects[0]!,
+        filter_subject: filter,
         max_ack_pending: this.options.maxAckPending ?? 2048,
         ack_wait: nanos(30_000),
       });
