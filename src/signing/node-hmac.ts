@@ -104,7 +104,9 @@ function hmacSha256(key: Uint8Array, id: string, timestamp: string, body: string
   }
   const bound = BLOCK_BYTES + UTF8_BYTES_PER_UNIT * (id.length + timestamp.length) + 2 + bodyBytes;
   const buffer = oneShotHash ? scratchOf(bound) : null;
-  if (!oneShotHash || !buffer) return crypto.createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest();
+  if (!oneShotHash || !buffer) {
+    return crypto.createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest();
+  }
 
   const pads = padsFor(key);
   buffer.set(pads.inner, 0);

@@ -65,10 +65,11 @@ for (const [value, char] of [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu
 }
 
 /**
- * Decodes `header[start, end)`, the text after `v1,`, when it is the one canonical base64 of 32 bytes (43 characters then
- * `=`, the last character's two spare bits zero), else `null`. Canonical only: atob ignores the
- * spare bits, so three other spellings of a valid signature would verify, whereas Standard Webhooks
- * compares the base64 text itself. Runs on every delivery, hence a table rather than regex + atob.
+ * Decodes `header[start, end)`, the text after `v1,`, when it is the one canonical base64 of 32
+ * bytes (43 characters then `=`, the last character's two spare bits zero), else `null`. Canonical
+ * only: atob ignores the spare bits, so three other spellings of a valid signature would verify,
+ * whereas Standard Webhooks compares the base64 text itself. Runs on every delivery, hence a table
+ * rather than regex + atob.
  */
 function decodeSignature(header: string, start: number, end: number): Uint8Array | null {
   if (end - start !== 44 || header.charCodeAt(start + 43) !== 61 /* = */) return null;
