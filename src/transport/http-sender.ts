@@ -309,8 +309,10 @@ function collectCodes(error: unknown, depth: number): string[] {
   if (depth > 4 || typeof error !== 'object' || error === null) {
     return [];
   }
-  const { code, cause, errors } = error as { code?: unknown; cause?: unknown; errors?: unknown };
-  const own = typeof code === 'string' ? [code] : [];
+  const { code, cause, errors, name } = error as { code?: unknown; cause?: unknown; errors?: unknown; name?: unknown };
+  // undici's HTTPParserError arrives without a code (undici 7 looks llhttp's error number up in a
+  // name-to-number table), so its name stands in for one.
+  const own = typeof code === 'string' ? [code] : name === 'HTTPParserError' ? ['HPE_INVALID_RESPONSE'] : [];
   const nested = Array.isArray(errors) ? errors.flatMap((inner) => collectCodes(inner, depth + 1)) : [];
   return [...own, ...nested, ...collectCodes(cause, depth + 1)];
 }

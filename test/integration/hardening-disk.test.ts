@@ -1,0 +1,145 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, statfsSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { configureReceiver, startTestHookline, waitForDeliveryStatus } from '../helpers/hookline.js';
+import type { ApiAnswer, TestHookline } from '../helpers/hookline.js';
+import { startReceiver } from '../helpers/receiver.js';
+import { makeTempDir } from '../helpers/temp-dir.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+/**
+ * When the data directory cannot take more (HOOKLINE_MAX_DATA_SIZE reached, or its filesystem down
+ * to the reserve the store keeps free), ingest answers 503 with Retry-After and stores nothing,
+ * nothing accepted before is lost, and what is stored keeps being delivered. lmdb-js grows its map
+ * by itself, so "cannot grow" is the quota, or a real, nearly full filesystem (a small tmpfs, when
+ * the test may mount one).
+ */
+
+/** Posts events of about `padBytes` until one is refused; returns the accepted ids and the refusal. */
+async function fillUntilRefused(hookline: TestHookline, padBytes = 3000, maxEvents = 5000) {
+  const accepted: string[] = [];
+  const pad = 'x'.repeat(padBytes);
+  for (let n = 0; n < maxEvents; n++) {
+    const answer = await hookline.api('POST', '/v1/events', { body: { id: `evt_fill_${n}`, type: 'service.trigger.event', data: { n, pad } } });
+    if (answer.status !== 202) return { accepted, refusal: answer };
+    accepted.push(answer.body.id);
+  }
+  throw new Error(`still accepting after ${maxEvents} events`);
+}
+
+function expectStorageFull(refusal: ApiAnswer) {
+  expect(refusal.status, JSON.stringify(refusal.body)).toBe(503);
+  expect(refusal.body.error.code).toBe('storage_full');
+  expect(Number(refusal.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  expect(refusal.body.error.message).toMatch(/nothing was stored/);
+}
+
+describe('disk full: HOOKLINE_MAX_DATA_SIZE', () => {
+  it('ingest turns 503 storage_full; events accepted before are kept and delivered; the limit lifted, ingest resumes', async () => {
+    const receiver = await startReceiver();
+    const dir = makeTempDir();
+    onTestFinished(() => dir.remove());
+
+    // A fresh store's size, measured on the store itself, and a quota a little above it.
+    const fresh = await startTestHookline({ dataDir: dir.path });
+    await configureReceiver(fresh, receiver, { status: 'paused', eventTypes: ['service.trigger.event'] });
+    const { lastPageNumber, pageSize } = fresh.node.engine.store.root.getStats() as { lastPageNumber: number; pageSize: number };
+    await fresh.close();
+    const maxDataBytes = lastPageNumber * pageSize + 256 * 1024;
+
+    const hookline = await startTestHookline({ dataDir: dir.path, maxDataBytes });
+    const { accepted, refusal } = await fillUntilRefused(hookline);
+    expect(accepted.length).toBeGreaterThan(10);
+    expectStorageFull(refusal);
+    expect(refusal.body.error.message).toMatch(/HOOKLINE_MAX_DATA_SIZE/);
+    // Refused means not stored: the refused id was not taken.
+    expect(hookline.node.engine.store.getEvent('default', `evt_fill_${accepted.length}`)).toBeUndefined();
+    // Every kind of event is refused, not only matching ones; the rest of the API still answers.
+    expectStorageFull(await hookline.api('POST', '/v1/events', { body: { type: 'service.trigger.disabled', data: {} } }));
+    expect((await hookline.api('GET', '/v1/logs/webhook-deliveries?limit=1')).status).toBe(200);
+    expect((await fetch(`${hookline.url}/healthz`)).status).toBe(200);
+
+    // Delivery of what is stored continues: activate, and every accepted event arrives exactly once.
+    await configureReceiver(hookline, receiver, { status: 'active', eventTypes: ['service.trigger.event'] });
+    await waitFor(() => new Set(receiver.received.map((delivery) => delivery.envelope.id)).size >= accepted.length, { timeoutMs: 15_000, message: `${accepted.length} deliveries` });
+    // At least once: a slow answer can be retried, so compare the distinct events.
+    expect([...new Set(receiver.received.map((delivery) => delivery.envelope.id))].sort()).toEqual([...accepted].sort());
+    expect(receiver.received.every((delivery) => delivery.verified)).toBe(true);
+    await waitFor(() => hookline.node.engine.store.countByStatus('succeeded') === accepted.length, { message: 'all succeeded in the log' });
+    expectStorageFull(await hookline.api('POST', '/v1/events', { body: { type: 'service.trigger.event', data: {} } }));
+    await hookline.close();
+
+    // Restarted without the limit: nothing accepted was lost, and ingest works again.
+    const lifted = await startTestHookline({ dataDir: dir.path });
+    for (const id of accepted) expect(lifted.node.engine.store.getEvent('default', id), id).toBeDefined();
+    expect(lifted.node.engine.store.countByStatus('succeeded')).toBe(accepted.length);
+    expect((await lifted.api('POST', '/v1/events', { body: { type: 'service.trigger.event', data: {} } })).status).toBe(202);
+  });
+});
+
+/** Mounts a tmpfs of `size` at a fresh directory (root on Linux only); null when that is not possible here. */
+function mountTmpfs(size: string): { path: string; resize(size: string): void; unmount(): void } | null {
+  if (process.platform !== 'linux' || process.getuid?.() !== 0 || process.env.HOOKLINE_TEST_NO_MOUNT === '1') return null;
+  const dir = makeTempDir('hookline-tmpfs-');
+  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir.path], { encoding: 'utf8' });
+  if (mounted.status !== 0) {
+    dir.remove();
+    return null;
+  }
+  return {
+    path: dir.path,
+    resize: (newSize) => {
+      const remounted = spawnSync('mount', ['-o', `remount,size=${newSize}`, dir.path], { encoding: 'utf8' });
+      if (remounted.status !== 0) throw new Error(`remount failed: ${remounted.stderr}`);
+    },
+    unmount: () => {
+      spawnSync('umount', ['-l', dir.path]);
+      dir.remove();
+    },
+  };
+}
+
+describe('disk full: the filesystem itself', () => {
+  it('a nearly full disk turns ingest into 503 storage_full before LMDB meets ENOSPC; stored events keep being delivered; nothing accepted is lost', async (context) => {
+    // 32 MB: the store keeps 5% (1.6 MB) free, room for the state changes of what was accepted
+    // (a few hundred large events; each delivery's record grows by its attempts and transitions).
+    const disk = mountTmpfs('32m');
+    if (!disk) return context.skip('needs root on Linux to mount a small tmpfs');
+    onTestFinished(() => disk.unmount());
+    const dataDir = join(disk.path, 'data');
+    mkdirSync(dataDir);
+
+    const receiver = await startReceiver();
+    const hookline = await startTestHookline({ dataDir });
+    await configureReceiver(hookline, receiver, { status: 'paused', eventTypes: ['service.trigger.event'] });
+
+    const { accepted, refusal } = await fillUntilRefused(hookline, 48 * 1024);
+    expect(accepted.length).toBeGreaterThan(100);
+    expectStorageFull(refusal);
+    expect(refusal.body.error.message).toMatch(/disk is nearly full/);
+    // Refused at the reserve, not by a failed write: the filesystem still has room.
+    const { bavail, bsize } = statfsSync(dataDir);
+    expect(bavail * bsize).toBeGreaterThan(0);
+    expect(hookline.node.engine.store.getEvent('default', `evt_fill_${accepted.length}`)).toBeUndefined();
+    expect((await fetch(`${hookline.url}/healthz`)).status).toBe(200);
+
+    // What is stored is delivered from the reserve, the disk still at it.
+    await configureReceiver(hookline, receiver, { status: 'active', eventTypes: ['service.trigger.event'] });
+    await waitFor(() => new Set(receiver.received.map((delivery) => delivery.envelope.id)).size >= accepted.length, { timeoutMs: 20_000, message: `${accepted.length} deliveries` });
+    // At least once: a slow answer can be retried, so compare the distinct events.
+    expect([...new Set(receiver.received.map((delivery) => delivery.envelope.id))].sort()).toEqual([...accepted].sort());
+    await waitFor(() => hookline.node.engine.store.countByStatus('succeeded') === accepted.length, { message: 'all succeeded in the log' });
+    expectStorageFull(await hookline.api('POST', '/v1/events', { body: { type: 'service.trigger.event', data: {} } }));
+
+    // Space comes back: ingest resumes without a restart.
+    disk.resize('64m');
+    await waitFor(async () => (await hookline.api('POST', '/v1/events', { body: { type: 'service.trigger.disabled', data: {} } })).status === 202, { timeoutMs: 5_000, message: 'ingest after space is freed' });
+    await hookline.close();
+
+    // Nothing accepted earlier was lost.
+    const restarted = await startTestHookline({ dataDir });
+    for (const id of accepted) expect(restarted.node.engine.store.getEvent('default', id), id).toBeDefined();
+    expect(restarted.node.engine.store.countByStatus('succeeded')).toBe(accepted.length);
+  });
+});
