@@ -43,6 +43,7 @@ export function presentDeliveryDetail(record: DeliveryRecord) {
       statusCode: attempt.statusCode,
       durationMs: attempt.durationMs,
       error: attempt.error,
+      errorCode: attempt.errorCode,
       responseBody: attempt.responseBody,
     })),
     transitions: record.transitions.map((transition) => ({ from: transition.from, to: transition.to, event: transition.event, at: isoTime(transition.at) })),

@@ -165,6 +165,8 @@ export interface AttemptLogEntry {
   statusCode: number | null;
   durationMs: number;
   error: string | null;
+  /** Stable class of a failure (`http_status`, `timeout`, `connection_refused`, `blocked_address`, …); null on success. */
+  errorCode: string | null;
   /** The first 1 KB of the receiver's answer as text; `''` when it sent no body or never answered. */
   responseBody: string;
 }

@@ -97,7 +97,7 @@ describe('GET /v1/logs/webhook-deliveries/:id', () => {
     expect(Object.keys(answer.body).sort()).toEqual([...DELIVERY_KEYS, 'attemptLog', 'transitions'].sort());
     expect(answer.body).toMatchObject({ status: 'succeeded', attempts: 1, nextAttemptAt: null });
     expect(answer.body.lastAttempt).toEqual({ at: expect.stringMatching(ISO_WITH_OFFSET), statusCode: 200, durationMs: expect.any(Number), error: null });
-    expect(answer.body.attemptLog).toEqual([{ attempt: 1, at: answer.body.lastAttempt.at, statusCode: 200, durationMs: expect.any(Number), error: null, responseBody: 'thanks' }]);
+    expect(answer.body.attemptLog).toEqual([{ attempt: 1, at: answer.body.lastAttempt.at, statusCode: 200, durationMs: expect.any(Number), error: null, errorCode: null, responseBody: 'thanks' }]);
     for (const transition of answer.body.transitions) {
       expect(Object.keys(transition).sort()).toEqual(['at', 'event', 'from', 'to']);
       expect(transition.at).toMatch(ISO_WITH_OFFSET);
