@@ -18,8 +18,14 @@ import { registerWebhookRoutes } from './routes/webhook.js';
 /** Cluster mode: routes a project's calls to the node that owns its partition. */
 export interface ClusterRouting {
   readonly nodeId: string;
+  /** The value of FORWARDED_HEADER on calls this node answers for another node. */
+  readonly forwardToken: string;
   ownsProject(projectId: string): boolean;
   forward(projectId: string, request: ForwardedRequest): Promise<ForwardedReply>;
+  /** The project of a key not (yet) mirrored here, from the cluster directory; null if none. */
+  authenticate(apiKey: string): Promise<string | null>;
+  /** This node's part of the cluster, for `GET /healthz`. */
+  status(): { nodeId: string; partitions: number[]; partitionCount: number };
 }
 
 export interface HttpDeps {
@@ -66,6 +72,8 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     bodyLimit: deps.engine.settings.maxBodyBytes,
+    // Fastify's two info lines per request cost ~12% of a delivery's CPU; they move to debug below.
+    disableRequestLogging: true,
     // A URL the router cannot decode (`/v1/events/%/replay`) fails before any route or error
     // handler runs; without this it would answer in Fastify's shape instead of ours.
     frameworkErrors: (error, _request, reply) => {
@@ -73,6 +81,11 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
     },
   }) as unknown as FastifyInstance;
   app.decorateRequest('projectId', '');
+  // Request lines only when debugging: at info they would be most of the log and of the CPU.
+  if (options.logger && ['debug', 'trace'].includes(options.logger.level)) {
+    app.addHook('onRequest', async (request) => request.log.debug({ req: request }, 'incoming request'));
+    app.addHook('onResponse', async (request, reply) => request.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed'));
+  }
   // JSON only: any other content type is a 415, not something parsed as text.
   app.removeContentTypeParser(['text/plain']);
 
@@ -87,22 +100,31 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
   });
 
   const rateLimiter = new ProjectRateLimiter(deps.engine.settings.rateLimit);
+  const cluster = deps.cluster;
+  /** A call this node answers for another (re-injected by answerForwarded); never forwarded again. */
+  const isForwarded = (request: FastifyRequest) => cluster !== undefined && request.headers[FORWARDED_HEADER] === cluster.forwardToken;
   app.register(async (v1) => {
     v1.addHook('onRequest', async (request: FastifyRequest, _reply: FastifyReply) => {
       const token = bearerToken(request);
-      const projectId = token ? deps.engine.authenticate(token) : null;
+      let projectId = token ? deps.engine.authenticate(token) : null;
+      // A key made on another node a moment ago may not be mirrored here yet.
+      if (!projectId && token && cluster) projectId = await cluster.authenticate(token);
       if (!projectId) throw new HooklineError('HOOKLINE_ERR_UNAUTHORIZED', 'send "authorization: Bearer <API key>" with a key of this Hookline');
       request.projectId = projectId;
+      // A call on its way to the owner is counted there, once, not here as well.
+      if (cluster && !isForwarded(request) && !cluster.ownsProject(projectId)) return;
       const waitSeconds = rateLimiter.take(projectId);
       if (waitSeconds > 0) {
         throw new HooklineError('HOOKLINE_ERR_RATE_LIMITED', `more than ${deps.engine.settings.rateLimit} requests per second for this project; retry after ${waitSeconds} s`, { retryAfterSeconds: waitSeconds });
       }
     });
-    if (deps.cluster) {
-      const cluster = deps.cluster;
+    if (cluster) {
       // After auth and body parsing: a call about another node's partition is answered by that node.
       v1.addHook('preHandler', async (request, reply) => {
-        if (cluster.ownsProject(request.projectId) || request.headers[FORWARDED_HEADER] !== undefined) return;
+        if (cluster.ownsProject(request.projectId)) return;
+        // Forwarded here, but the partition moved on meanwhile: never forward twice (no loops), and
+        // never answer from this node's possibly stale copy. The caller retries.
+        if (isForwarded(request)) throw new HooklineError('HOOKLINE_ERR_PARTITION_MOVING', `node ${cluster.nodeId} no longer serves this project's partition; retry shortly`, { retryAfterSeconds: 1 });
         const headers: Record<string, string> = { authorization: request.headers.authorization ?? '' };
         if (request.body !== undefined) headers['content-type'] = 'application/json';
         const answer = await cluster.forward(request.projectId, {

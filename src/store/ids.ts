@@ -26,10 +26,19 @@ export function decodeTime(id: string): number {
   return value;
 }
 
+/** Random bytes drawn in bulk: one `randomBytes` call per 256 ids instead of one per id (hot path). */
+const POOL_BYTES = RANDOM_CHARS * 256;
+let pool = randomBytes(POOL_BYTES);
+let poolOffset = 0;
+
 function randomPart(): string {
-  const bytes = randomBytes(RANDOM_CHARS);
+  if (poolOffset + RANDOM_CHARS > POOL_BYTES) {
+    pool = randomBytes(POOL_BYTES);
+    poolOffset = 0;
+  }
   let out = '';
-  for (let i = 0; i < RANDOM_CHARS; i++) out += ALPHABET[bytes[i]! & 31];
+  for (let i = 0; i < RANDOM_CHARS; i++) out += ALPHABET[pool[poolOffset + i]! & 31];
+  poolOffset += RANDOM_CHARS;
   return out;
 }
 

@@ -1,0 +1,96 @@
+// Load generator for the engine bench, in its own process: POSTs N events to Hookline's
+// POST /v1/events through one undici Pool (keep-alive, CONCURRENCY connections).
+//   RATE=0   closed loop: CONCURRENCY requests in flight until N are accepted (throughput);
+//   RATE=r   open loop: event i is sent at t0 + i/r seconds whatever the answers do (latency).
+// Each event's data starts with `"sentAt":<epoch ms, 3 decimals>` taken just before the POST, so the
+// receiver can measure ingest->receipt. The data is padded so the envelope Hookline delivers is about
+// EVENT_BYTES (1024) bytes.
+// Env: TARGET (http://127.0.0.1:port), API_KEY, N, CONCURRENCY (64), RATE (0), EVENT_BYTES (1024)
+// Last stdout line: one JSON object (see `report` below).
+import { Pool } from 'undici';
+
+const TARGET = new URL(process.env.TARGET);
+const API_KEY = process.env.API_KEY;
+const N = Number(process.env.N || 10_000);
+const CONCURRENCY = Number(process.env.CONCURRENCY || 64);
+const RATE = Number(process.env.RATE || 0);
+const EVENT_BYTES = Number(process.env.EVENT_BYTES || 1024);
+const nowMs = () => performance.timeOrigin + performance.now();
+
+// Envelope overhead, measured on a stand-in with ids and timestamps of the real lengths.
+const sampleEnvelope = JSON.stringify({
+  version: 'v1', id: 'evt_0000000000AAAAAAAAAAAAAAAA', type: 'service.trigger.event', metadata: {},
+  data: { sentAt: Number(nowMs().toFixed(3)), seq: 0, pad: '' }, timestamp: '2026-01-01T00:00:00.000+00:00',
+});
+const pad = 'x'.repeat(Math.max(0, EVENT_BYTES - sampleEnvelope.length - 6));
+const headers = { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` };
+const bodyFor = (seq) => `{"type":"service.trigger.event","data":{"sentAt":${nowMs().toFixed(3)},"seq":${seq},"pad":"${pad}"}}`;
+
+const pool = new Pool(TARGET.origin, { connections: CONCURRENCY, pipelining: 1, keepAliveTimeout: 60_000, keepAliveMaxTimeout: 600_000 });
+
+let accepted = 0;
+let unmatched = 0;
+let errors = 0;
+let firstSendAt = 0;
+let lastAckAt = 0;
+let bodyBytes = 0;
+const statuses = {};
+const ackLat = new Float64Array(N);
+let ackCount = 0;
+
+async function send(seq) {
+  const body = bodyFor(seq);
+  const t0 = nowMs();
+  if (!firstSendAt) { firstSendAt = t0; bodyBytes = Buffer.byteLength(body); }
+  try {
+    const res = await pool.request({ method: 'POST', path: '/v1/events', headers, body });
+    const text = await res.body.text();
+    const t1 = nowMs();
+    statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1;
+    if (res.statusCode === 202) {
+      accepted++;
+      if (text.includes('"deliveryId":null')) unmatched++;
+      ackLat[ackCount++] = t1 - t0;
+      lastAckAt = t1;
+    } else {
+      errors++;
+      if (errors <= 3) process.stderr.write(`ingest answered ${res.statusCode}: ${text.slice(0, 300)}\n`);
+    }
+  } catch (error) {
+    errors++;
+    if (errors <= 3) process.stderr.write(`ingest error: ${error.message}\n`);
+  }
+}
+
+let next = 0;
+if (RATE > 0) {
+  const inflight = new Set();
+  const t0 = nowMs();
+  while (next < N) {
+    const now = nowMs();
+    while (next < N && t0 + (next * 1000) / RATE <= now) {
+      const p = send(next++);
+      inflight.add(p);
+      p.finally(() => inflight.delete(p));
+    }
+    if (next < N) await new Promise((r) => setTimeout(r, Math.max(0, t0 + (next * 1000) / RATE - nowMs())));
+  }
+  await Promise.all(inflight);
+} else {
+  const worker = async () => {
+    while (next < N) await send(next++);
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+}
+await pool.close();
+
+const lat = ackLat.subarray(0, ackCount).sort();
+const q = (p) => (lat.length ? Number(lat[Math.min(lat.length - 1, Math.floor(p * lat.length))].toFixed(2)) : null);
+const report = {
+  n: N, rate: RATE, concurrency: CONCURRENCY, accepted, unmatched, errors, statuses,
+  first_send_at: firstSendAt, last_ack_at: lastAckAt, body_bytes: bodyBytes,
+  ingest_per_s: Math.round(accepted / ((lastAckAt - firstSendAt) / 1000)),
+  ack_p50_ms: q(0.5), ack_p99_ms: q(0.99),
+};
+process.stdout.write(`${JSON.stringify(report)}\n`);
+process.exit(errors > 0 && accepted === 0 ? 1 : 0);

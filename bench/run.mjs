@@ -1,0 +1,700 @@
+// Delivery-engine bench (`npm run bench`): Hookline against the peers of ../shared/bench/peers, in one
+// run, every party in a process of its own, all traffic on 127.0.0.1. It builds nothing: it runs the
+// compiled `dist/` (run `npx tsc -p tsconfig.build.json` first).
+//
+// Scenarios
+//   1. Throughput, BENCH_ROUNDS rounds, the three contenders interleaved within each round:
+//      - hookline: `node dist/cli/main.js serve` (fresh LMDB dir, embedded transport), a 204 receiver
+//        (bench/engine/receiver.mjs) and a load generator (bench/engine/loadgen.mjs) that POSTs
+//        BENCH_N events of ~1 KB to /v1/events with BENCH_CONCURRENCY in flight. Figure: BENCH_N /
+//        (last receipt - first ingest POST).
+//      - bullmq: the bullmq-dispatcher peer's bench.mjs with the same N (defaults otherwise). Its figure
+//        is defined the same way (first enqueue -> last receipt).
+//      - ceiling: the http-ceiling peer's run.sh with SIGN=1, CONCURRENCY=64: signed POSTs, no engine.
+//      Reported: the median over rounds, and each round.
+//   2. Latency at a fixed BENCH_RATE (1,000/s) for BENCH_RATE_SECONDS (10): ingest POST -> receipt,
+//      p50/p99, for hookline (open-loop load generator) and the bullmq peer (RATE=1000).
+//   3. Retrying: hookline with HOOKLINE_RETRY_SCHEDULE=0,1h and a receiver answering 500; BENCH_RETRYING
+//      events; once `hookline_scheduled_retries` reaches that, VmRSS of the serve process. Then SIGTERM,
+//      start again on the same LMDB dir, and time spawn -> GET /metrics shows every delivery live.
+//
+// Env (defaults in brackets):
+//   BENCH_N [50000]             events per throughput round (the bullmq peer gets the same N)
+//   BENCH_ROUNDS [3]            throughput rounds; the table shows the median
+//   BENCH_CONCURRENCY [64]      POSTs in flight from the load generator
+//   BENCH_RATE [1000]           events/s of the latency runs, for BENCH_RATE_SECONDS [10]
+//   BENCH_WARMUP [2000]         events sent at BENCH_RATE before the hookline latency run, not measured
+//                               (the peers' scripts have no warm-up; the throughput runs have none)
+//   BENCH_RETRYING [100000]     deliveries parked in `retrying` for the RSS and restart figures
+//   BENCH_CEILING_SECONDS [10]  duration of each http-ceiling run
+//   BENCH_SKIP                  comma list of: bullmq, ceiling, latency, retrying
+//   BENCH_PEERS_DIR             [../shared/bench/peers]; a peer without node_modules is copied to
+//                               bench/.bench/peers/ (git-ignored) and installed there once
+//   BENCH_QUIET_WAIT [90]       before each phase, wait up to this many seconds for the machine to be
+//                               under BENCH_QUIET_BUSY [25] % busy (a shared machine); 0 = don't wait
+//   BENCH_KEEP=1                keep temp dirs and logs; BENCH_VERBOSE=1 echoes the peers' output
+//   BENCH_PROFILE_DIR           run every serve process with --cpu-prof, profiles into that dir
+//   BENCH_STRICT=1              exit 2 when a target is missed (default: exit 0 once it ran)
+// HOOKLINE_* variables in the environment reach the serve processes; the bench sets the data dir,
+// port, host, API key and HOOKLINE_ALLOW_PRIVATE_NETWORKS=1 itself.
+// Smoke run: BENCH_N=2000 BENCH_ROUNDS=1 BENCH_RATE_SECONDS=2 BENCH_RETRYING=2000 BENCH_CEILING_SECONDS=2 npm run bench
+import { execFileSync, spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '..');
+const env = process.env;
+const num = (name, fallback) => (env[name] === undefined || env[name] === '' ? fallback : Number(env[name]));
+const N = num('BENCH_N', 50_000);
+const ROUNDS = num('BENCH_ROUNDS', 3);
+const CONCURRENCY = num('BENCH_CONCURRENCY', 64);
+const RATE = num('BENCH_RATE', 1000);
+const RATE_SECONDS = num('BENCH_RATE_SECONDS', 10);
+const RETRYING = num('BENCH_RETRYING', 100_000);
+const WARMUP = num('BENCH_WARMUP', 2000);
+const CEILING_SECONDS = num('BENCH_CEILING_SECONDS', 10);
+const SKIP = new Set((env.BENCH_SKIP ?? '').split(',').map((s) => s.trim()).filter(Boolean));
+const PEERS_DIR = path.resolve(env.BENCH_PEERS_DIR ?? path.join(root, '..', 'shared', 'bench', 'peers'));
+const KEEP = env.BENCH_KEEP === '1';
+const QUIET_WAIT_S = num('BENCH_QUIET_WAIT', 90);
+const QUIET_BUSY_PCT = num('BENCH_QUIET_BUSY', 25);
+const API_KEY = 'hk_bench_' + Math.random().toString(36).slice(2);
+const REDIS = { host: '127.0.0.1', port: 6379 };
+
+const TARGETS = {
+  ratioBullmq: 3, // hookline deliveries/s >= 3x bullmq peer
+  ratioCeiling: 0.5, // >= 0.5x the signed-POST ceiling
+  p99Ms: 10, // p99 ingest->receipt at 1,000/s
+  rssMb: 200, // RSS with 100,000 retrying
+  restartS: 3, // restart -> resumed with 100,000 live
+};
+
+const nowMs = () => performance.timeOrigin + performance.now();
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const log = (...parts) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${parts.join(' ')}\n`);
+
+// Preconditions --------------------------------------------------------------------------------
+
+const SERVE_JS = path.join(root, 'dist', 'cli', 'main.js');
+for (const needed of [SERVE_JS, path.join(root, 'dist', 'sdk', 'index.js')]) {
+  if (!existsSync(needed)) {
+    process.stderr.write(`bench: ${path.relative(root, needed)} is missing; this bench runs the compiled code and builds nothing.\n` +
+      `Build first: npx tsc -p tsconfig.build.json   (or npm run build)\n`);
+    process.exit(1);
+  }
+}
+
+// Children and temp dirs: every one is registered and torn down on any exit --------------------
+
+const children = new Set();
+const tempDirs = new Set();
+let cleaned = false;
+
+function killTree(cp, signal = 'SIGTERM') {
+  if (cp.exitCode !== null || cp.signalCode !== null) return;
+  try {
+    process.kill(-cp.pid, signal); // each child leads its own process group (detached)
+  } catch {
+    try { cp.kill(signal); } catch { /* gone */ }
+  }
+}
+
+function cleanupSync() {
+  if (cleaned) return;
+  cleaned = true;
+  for (const cp of children) killTree(cp, 'SIGKILL');
+  if (!KEEP) for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+  else if (tempDirs.size) process.stderr.write(`bench: kept ${[...tempDirs].join(' ')}\n`);
+}
+process.on('exit', cleanupSync);
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(signal, () => {
+    process.stderr.write(`bench: ${signal}, cleaning up\n`);
+    cleanupSync();
+    process.exit(130);
+  });
+}
+
+function tempDir(label) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), `hookline-bench-${label}-`));
+  tempDirs.add(dir);
+  return dir;
+}
+
+/** Spawns a child in its own process group; stdout/stderr go to `logFile` (or are collected when null). */
+function launch(command, args, { cwd = root, extraEnv = {}, logFile = null } = {}) {
+  let out = '';
+  let stdio = ['ignore', 'pipe', 'pipe'];
+  let fd = null;
+  if (logFile) {
+    fd = openSync(logFile, 'a');
+    stdio = ['ignore', fd, fd];
+  }
+  const cp = spawn(command, args, { cwd, env: { ...env, ...extraEnv }, stdio, detached: true });
+  if (fd !== null) closeSync(fd);
+  children.add(cp);
+  cp.output = () => out;
+  if (!logFile) {
+    cp.stdout.on('data', (d) => { out += d; });
+    cp.stderr.on('data', (d) => { out += d; if (env.BENCH_VERBOSE) process.stderr.write(d); });
+  }
+  cp.exited = new Promise((resolve) => cp.on('exit', (code, signal) => { children.delete(cp); resolve({ code, signal }); }));
+  return cp;
+}
+
+async function stopChild(cp, { timeoutMs = 30_000 } = {}) {
+  if (!cp || cp.exitCode !== null || cp.signalCode !== null) return;
+  killTree(cp, 'SIGTERM');
+  const done = await Promise.race([cp.exited.then(() => true), sleep(timeoutMs).then(() => false)]);
+  if (!done) { killTree(cp, 'SIGKILL'); await cp.exited; }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function http(method, url, { body, key, timeoutMs = 10_000 } = {}) {
+  const headers = {};
+  if (key) headers.authorization = `Bearer ${key}`;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${url} -> ${res.status} ${text.slice(0, 300)}`);
+  return text && res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text;
+}
+
+async function waitFor(what, check, { timeoutMs, intervalMs = 50, child = null }) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child && (child.exitCode !== null || child.signalCode !== null)) throw new Error(`${what}: process exited (${child.exitCode ?? child.signalCode})`);
+    try {
+      const value = await check();
+      if (value) return value;
+    } catch { /* not yet */ }
+    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${timeoutMs} ms`);
+    await sleep(intervalMs);
+  }
+}
+
+/** utime + stime of a process in seconds, and its VmRSS / VmHWM in MB (Linux /proc). */
+function procStats(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const cpuS = (Number(fields[11]) + Number(fields[12])) / 100; // CLK_TCK = 100 on Linux x64
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (name) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+    return { cpuS, rssMb: kb('VmRSS') / 1024, hwmMb: kb('VmHWM') / 1024, anonMb: kb('RssAnon') / 1024, fileMb: kb('RssFile') / 1024 };
+  } catch {
+    return { cpuS: NaN, rssMb: NaN, hwmMb: NaN, anonMb: NaN, fileMb: NaN };
+  }
+}
+
+/** Jiffies of the whole machine (all cores): busy and total, from the first line of /proc/stat. */
+function machineCpu() {
+  try {
+    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
+    return { busy: total - f[3] - f[4], total };
+  } catch {
+    return { busy: NaN, total: NaN };
+  }
+}
+
+/**
+ * On a shared machine, waits (at most QUIET_WAIT_S) until the cores have been below QUIET_BUSY_PCT busy
+ * for a 2 s window, so a phase does not start in the middle of somebody else's build. Returns the wait.
+ */
+async function waitQuiet(label) {
+  if (!(QUIET_WAIT_S > 0)) return 0;
+  const t0 = performance.now();
+  let busy = NaN;
+  while ((performance.now() - t0) / 1000 < QUIET_WAIT_S) {
+    const a = machineCpu();
+    await sleep(2000);
+    const b = machineCpu();
+    busy = (100 * (b.busy - a.busy)) / (b.total - a.total);
+    if (busy < QUIET_BUSY_PCT) return (performance.now() - t0) / 1000;
+  }
+  log(`  ${label}: machine still ${busy.toFixed(0)}% busy after waiting ${QUIET_WAIT_S}s; measuring anyway`);
+  return (performance.now() - t0) / 1000;
+}
+
+/** utime+stime+cutime+cstime of a process in jiffies: with `self`, this bench plus every reaped descendant. */
+function treeJiffies(pid = 'self') {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+    return f[11] + f[12] + f[13] + f[14];
+  } catch {
+    return 0;
+  }
+}
+
+let redisPid;
+/** The local redis-server's pid (the BullMQ peer's work partly runs there), found once by name in /proc. */
+function findRedisPid() {
+  if (redisPid !== undefined) return redisPid;
+  redisPid = null;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'redis-server') { redisPid = entry; break; }
+    } catch { /* gone */ }
+  }
+  return redisPid;
+}
+
+/**
+ * Runs `fn` and adds how busy the machine was meanwhile: `machineBusyPct` (all cores, anyone's work)
+ * and `otherCores`, the cores used by processes that are neither this bench's children nor redis.
+ * Every child of a phase has exited (and been reaped) when `fn` resolves, so its CPU is in cutime.
+ */
+async function withMachineLoad(fn, label = 'phase') {
+  await waitQuiet(label);
+  const redis = findRedisPid();
+  const a = machineCpu();
+  const oursA = treeJiffies() + (redis ? treeJiffies(redis) : 0);
+  const t0 = performance.now();
+  const result = await fn();
+  const wallS = (performance.now() - t0) / 1000;
+  const b = machineCpu();
+  const oursB = treeJiffies() + (redis ? treeJiffies(redis) : 0);
+  return Object.assign(result, {
+    machineBusyPct: (100 * (b.busy - a.busy)) / (b.total - a.total),
+    benchCores: (oursB - oursA) / 100 / wallS,
+    otherCores: Math.max(0, (b.busy - a.busy - (oursB - oursA)) / 100 / wallS),
+  });
+}
+
+function dirSizeMb(dir) {
+  let bytes = 0;
+  for (const name of readdirSync(dir)) {
+    const st = statSync(path.join(dir, name));
+    if (st.isFile()) bytes += st.blocks * 512; // allocated, not apparent: LMDB files can be sparse
+  }
+  return bytes / 2 ** 20;
+}
+
+function metricValue(text, name) {
+  const match = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm').exec(text);
+  return match ? Number(match[1]) : NaN;
+}
+
+// Hookline node, receiver, load generator ------------------------------------------------------
+
+async function startReceiver(dir, { status = 204 } = {}) {
+  const port = await freePort();
+  const cp = launch(process.execPath, [path.join(here, 'engine', 'receiver.mjs')], { extraEnv: { PORT: String(port), STATUS: String(status) }, logFile: path.join(dir, `receiver-${port}.log`) });
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor('receiver up', () => http('GET', `${url}/stats`), { timeoutMs: 10_000, child: cp });
+  return { cp, url, port, stats: () => http('GET', `${url}/stats`) };
+}
+
+async function startHookline(dir, { dataDir, port, extraEnv = {}, logName = 'hookline.log' }) {
+  const url = `http://127.0.0.1:${port}`;
+  const spawnAt = nowMs();
+  const profile = env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(env.BENCH_PROFILE_DIR)}`] : [];
+  const cp = launch(process.execPath, [...profile, SERVE_JS, 'serve'], {
+    extraEnv: {
+      HOOKLINE_DATA_DIR: dataDir,
+      HOOKLINE_PORT: String(port),
+      HOOKLINE_HOST: '127.0.0.1',
+      HOOKLINE_API_KEY: API_KEY,
+      HOOKLINE_ALLOW_PRIVATE_NETWORKS: '1',
+      ...extraEnv,
+    },
+    logFile: path.join(dir, logName),
+  });
+  cp.spawnAt = spawnAt;
+  cp.url = url;
+  cp.logFile = path.join(dir, logName);
+  await waitFor('hookline /healthz', () => http('GET', `${url}/healthz`, { timeoutMs: 2000 }), { timeoutMs: 120_000, intervalMs: 20, child: cp }).catch((error) => {
+    throw new Error(`${error.message}\n--- ${cp.logFile} (tail) ---\n${tail(cp.logFile)}`);
+  });
+  cp.readyAt = nowMs();
+  return cp;
+}
+
+function tail(file, bytes = 2000) {
+  try {
+    const text = readFileSync(file, 'utf8');
+    return text.slice(-bytes);
+  } catch {
+    return '(no log)';
+  }
+}
+
+async function configureWebhook(node, receiver) {
+  await http('PUT', `${node.url}/v1/webhook`, { key: API_KEY, body: { callbackUrl: `${receiver.url}/hook`, status: 'active', eventTypes: ['service.trigger.event'] } });
+  const { secret } = await http('GET', `${node.url}/v1/webhook/secret`, { key: API_KEY });
+  await http('POST', `${receiver.url}/secret`, { body: { secret } });
+}
+
+async function runLoadgen(dir, node, { n, rate = 0, concurrency = CONCURRENCY }) {
+  const cp = launch(process.execPath, [path.join(here, 'engine', 'loadgen.mjs')], {
+    extraEnv: { TARGET: node.url, API_KEY, N: String(n), RATE: String(rate), CONCURRENCY: String(concurrency) },
+  });
+  const { code } = await cp.exited;
+  const out = cp.output();
+  const line = out.trim().split('\n').reverse().find((l) => l.startsWith('{'));
+  if (!line) throw new Error(`loadgen failed (${code}): ${out.slice(-800)}`);
+  const report = JSON.parse(line);
+  if (report.errors > 0) log(`loadgen: ${report.errors} ingest errors ${JSON.stringify(report.statuses)} ${out.slice(0, 400)}`);
+  return report;
+}
+
+async function waitDelivered(receiver, n, node, { timeoutMs }) {
+  let last = 0;
+  let lastChange = Date.now();
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const s = await receiver.stats();
+    if (s.received >= n) return s;
+    if (s.received !== last) { last = s.received; lastChange = Date.now(); }
+    if (node && (node.exitCode !== null || node.signalCode !== null)) throw new Error(`hookline exited while delivering (${s.received}/${n})\n${tail(node.logFile)}`);
+    if (Date.now() > deadline || Date.now() - lastChange > 30_000) {
+      log(`timeout: only ${s.received}/${n} delivered`);
+      return { ...s, timedOut: true };
+    }
+    await sleep(50);
+  }
+}
+
+async function hooklineThroughput(round) {
+  const dir = tempDir(`tput${round}`);
+  const receiver = await startReceiver(dir);
+  const node = await startHookline(dir, { dataDir: path.join(dir, 'data'), port: await freePort() });
+  try {
+    await configureWebhook(node, receiver);
+    await http('POST', `${receiver.url}/reset`);
+    const before = procStats(node.pid);
+    const t0 = performance.now();
+    const ingest = await runLoadgen(dir, node, { n: N });
+    const s = await waitDelivered(receiver, N, node, { timeoutMs: Math.max(120_000, N * 2) });
+    const wallS = (performance.now() - t0) / 1000;
+    const after = procStats(node.pid);
+    const secs = (s.last_at - ingest.first_send_at) / 1000;
+    return {
+      perS: Math.round(s.received / secs),
+      received: s.received,
+      seconds: secs,
+      ingestPerS: ingest.ingest_per_s,
+      ackP50: ingest.ack_p50_ms,
+      ackP99: ingest.ack_p99_ms,
+      deliveredBytes: s.received ? Math.round(s.bytes / s.received) : 0,
+      ingestBytes: ingest.body_bytes,
+      duplicates: s.duplicates,
+      verified: s.verified,
+      badSignatures: s.bad_signatures,
+      cpuCores: (after.cpuS - before.cpuS) / wallS,
+      cpuMsPerDelivery: ((after.cpuS - before.cpuS) * 1000) / Math.max(1, s.received),
+      hwmMb: after.hwmMb,
+      timedOut: !!s.timedOut,
+    };
+  } finally {
+    await stopChild(node);
+    await stopChild(receiver.cp);
+  }
+}
+
+async function hooklineLatency() {
+  const dir = tempDir('latency');
+  const receiver = await startReceiver(dir);
+  const node = await startHookline(dir, { dataDir: path.join(dir, 'data'), port: await freePort() });
+  try {
+    await configureWebhook(node, receiver);
+    if (WARMUP > 0) {
+      // Same path, same rate, then forget it: JIT, LMDB's first pages and the receiver's connections.
+      await runLoadgen(dir, node, { n: WARMUP, rate: RATE });
+      await waitDelivered(receiver, WARMUP, node, { timeoutMs: 120_000 });
+    }
+    await http('POST', `${receiver.url}/reset`);
+    const n = Math.round(RATE * RATE_SECONDS);
+    const ingest = await runLoadgen(dir, node, { n, rate: RATE });
+    const s = await waitDelivered(receiver, n, node, { timeoutMs: 120_000 });
+    return { n, received: s.received, p50: s.p50_ms, p90: s.p90_ms, p99: s.p99_ms, max: s.max_ms, ackP50: ingest.ack_p50_ms, ackP99: ingest.ack_p99_ms, achievedRate: ingest.ingest_per_s, badSignatures: s.bad_signatures, verified: s.verified };
+  } finally {
+    await stopChild(node);
+    await stopChild(receiver.cp);
+  }
+}
+
+async function hooklineRetrying() {
+  const dir = tempDir('retrying');
+  const dataDir = path.join(dir, 'data');
+  const retryEnv = { HOOKLINE_RETRY_SCHEDULE: '0,1h' };
+  const receiver = await startReceiver(dir, { status: 500 });
+  let node = await startHookline(dir, { dataDir, port: await freePort(), extraEnv: retryEnv, logName: 'hookline-1.log' });
+  const result = { n: RETRYING };
+  try {
+    await configureWebhook(node, receiver);
+    result.idle = procStats(node.pid);
+    const t0 = performance.now();
+    const ingest = await runLoadgen(dir, node, { n: RETRYING });
+    result.ingestPerS = ingest.ingest_per_s;
+    result.ingestErrors = ingest.errors;
+    const metrics = () => http('GET', `${node.url}/metrics`);
+    let m = '';
+    await waitFor('every delivery retrying', async () => {
+      m = await metrics();
+      return metricValue(m, 'hookline_scheduled_retries') >= RETRYING;
+    }, { timeoutMs: Math.max(120_000, RETRYING * 3), intervalMs: 250, child: node });
+    result.toRetryingS = (performance.now() - t0) / 1000;
+    await sleep(1000); // let the last commits and GC settle
+    m = await metrics();
+    const p = procStats(node.pid);
+    result.rssMb = p.rssMb;
+    result.hwmMb = p.hwmMb;
+    result.anonMb = p.anonMb;
+    result.fileMb = p.fileMb;
+    result.live = metricValue(m, 'hookline_live_deliveries');
+    result.dataMb = dirSizeMb(dataDir);
+    result.scheduled = metricValue(m, 'hookline_scheduled_retries');
+    result.attemptsSeen = (await receiver.stats()).received;
+
+    // Restart on the same data dir.
+    const port = node.url.split(':').pop();
+    const stopT0 = performance.now();
+    await stopChild(node, { timeoutMs: 60_000 });
+    result.stopS = (performance.now() - stopT0) / 1000;
+    result.stopExit = node.exitCode;
+    node = await startHookline(dir, { dataDir, port: Number(port), extraEnv: retryEnv, logName: 'hookline-2.log' });
+    // /healthz answers only after the engine resumed (Engine.start runs before listen); confirm with metrics.
+    const live = await waitFor('resumed', async () => {
+      const text = await http('GET', `${node.url}/metrics`, { timeoutMs: 5000 });
+      const value = metricValue(text, 'hookline_live_deliveries');
+      return value >= RETRYING ? value : 0;
+    }, { timeoutMs: 120_000, intervalMs: 10, child: node });
+    result.restartS = (nowMs() - node.spawnAt) / 1000;
+    result.liveAfter = live;
+    const resumedLine = readFileSync(node.logFile, 'utf8').split('\n').find((l) => l.includes('resumed live deliveries from LMDB'));
+    if (resumedLine) {
+      const entry = JSON.parse(resumedLine);
+      result.resumedLogS = (entry.time - node.spawnAt) / 1000;
+      result.resumedLogged = entry.resumed;
+    }
+    result.after = procStats(node.pid);
+    result.rssAfterMb = result.after.rssMb;
+    return result;
+  } finally {
+    await stopChild(node);
+    await stopChild(receiver.cp);
+  }
+}
+
+// Peers ----------------------------------------------------------------------------------------
+
+/** A runnable copy of a peer: in place when its node_modules is there, else a cached copy in bench/.bench/peers. */
+function preparePeer(name, probe) {
+  const source = path.join(PEERS_DIR, name);
+  if (!existsSync(source)) throw new Error(`peer ${name} not found at ${source} (set BENCH_PEERS_DIR)`);
+  if (existsSync(path.join(source, 'node_modules', probe))) return source;
+  const copy = path.join(here, '.bench', 'peers', name);
+  const lock = readFileSync(path.join(source, 'package-lock.json'), 'utf8');
+  const stamp = path.join(copy, '.installed-from-lock');
+  if (existsSync(path.join(copy, 'node_modules', probe)) && existsSync(stamp) && readFileSync(stamp, 'utf8') === lock) return copy;
+  rmSync(copy, { recursive: true, force: true });
+  mkdirSync(path.dirname(copy), { recursive: true });
+  cpSync(source, copy, { recursive: true, filter: (src) => !src.includes(`${path.sep}node_modules`) });
+  execFileSync('chmod', ['-R', 'u+w', copy]);
+  log(`installing peer ${name} into ${path.relative(root, copy)}`);
+  try {
+    execFileSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: copy, stdio: ['ignore', 'ignore', 'pipe'] });
+  } catch (error) {
+    // The shared lock file can lack optional per-platform entries, which `npm ci` refuses; `npm install`
+    // keeps every version the lock pins and only adds the missing optional entries.
+    log(`npm ci failed in ${name} (${String(error.stderr).split('\n').find((l) => l.includes('error') && !l.endsWith('error')) ?? 'see npm log'}); using npm install`);
+    execFileSync('npm', ['install', '--no-audit', '--no-fund'], { cwd: copy, stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  writeFileSync(stamp, lock);
+  return copy;
+}
+
+function redisUp() {
+  return new Promise((resolve) => {
+    const socket = net.connect(REDIS.port, REDIS.host);
+    socket.setTimeout(1000);
+    socket.once('connect', () => { socket.write('PING\r\n'); });
+    socket.once('data', (d) => { socket.destroy(); resolve(String(d).startsWith('+PONG')); });
+    socket.once('error', () => resolve(false));
+    socket.once('timeout', () => { socket.destroy(); resolve(false); });
+  });
+}
+
+async function runPeer(cwd, command, args, extraEnv, pattern) {
+  const cp = launch(command, args, { cwd, extraEnv });
+  const { code } = await cp.exited;
+  const out = cp.output();
+  const match = pattern.exec(out);
+  if (!match) throw new Error(`${path.basename(cwd)} ${args.join(' ')} gave no result (exit ${code}):\n${out.slice(-1500)}`);
+  return { out, match };
+}
+
+async function bullmqRun(dir, { n, rate = 0 }) {
+  const { out, match } = await runPeer(dir, process.execPath, ['bench.mjs', String(n)], {
+    PORT: String(await freePort()), QUEUE: 'hookline-bench-peer', RATE: String(rate), REDIS_HOST: REDIS.host, REDIS_PORT: String(REDIS.port),
+  }, /deliveries_per_s=(\d+) p50_ms=([\d.]+) p99_ms=([\d.]+)/);
+  const received = Number(/received=(\d+)/.exec(out)?.[1] ?? NaN);
+  return { perS: Number(match[1]), p50: Number(match[2]), p99: Number(match[3]), received, timedOut: /TIMEOUT/.test(out), badSignatures: Number(/bad_signatures=(\d+)/.exec(out)?.[1] ?? 0) };
+}
+
+async function ceilingRun(dir) {
+  const { match } = await runPeer(dir, 'bash', ['run.sh'], {
+    CONCURRENCY: '64', DURATION: String(CEILING_SECONDS), SIGN: '1', PORT: String(await freePort()),
+  }, /requests_per_s=(\d+) p50_ms=([\d.]+) p99_ms=([\d.]+) errors=(\d+)/);
+  return { perS: Number(match[1]), p50: Number(match[2]), p99: Number(match[3]), errors: Number(match[4]) };
+}
+
+// Main -----------------------------------------------------------------------------------------
+
+const median = (values) => {
+  const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (!v.length) return NaN;
+  return v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+};
+const fmt = (x, digits = 0) => (Number.isFinite(x) ? x.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }) : 'n/a');
+
+function gitDescribe() {
+  try {
+    const sha = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src'], { cwd: root, encoding: 'utf8' }).trim() ? '+dirty src' : '';
+    return sha + (dirty ? ` (${dirty})` : '');
+  } catch {
+    return 'unknown';
+  }
+}
+
+async function main() {
+  const startedAt = new Date();
+  const cpus = os.cpus();
+  const machine = `${cpus.length} cores (${cpus[0]?.model.trim()}), ${os.platform()} ${os.arch()}, ${Math.round(os.totalmem() / 2 ** 30)} GB, Node ${process.version}`;
+  const hooklineEnv = Object.entries(env).filter(([k]) => k.startsWith('HOOKLINE_')).map(([k, v]) => `${k}=${v}`).join(' ') || '(none)';
+  log(`engine bench: N=${N} rounds=${ROUNDS} concurrency=${CONCURRENCY} rate=${RATE}/s x ${RATE_SECONDS}s retrying=${RETRYING}`);
+  log(`machine: ${machine}; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}; commit ${gitDescribe()}; HOOKLINE_* from env: ${hooklineEnv}`);
+  const loadStart = os.loadavg();
+  if (loadStart[0] > 1) log(`warning: 1-minute load average is ${loadStart[0].toFixed(2)} before the bench starts; other work on this ${cpus.length}-core machine will skew every figure`);
+
+  let bullmqDir = null;
+  let ceilingDir = null;
+  const notes = [];
+  if (!SKIP.has('bullmq')) {
+    if (!(await redisUp())) notes.push(`bullmq peer skipped: no Redis at ${REDIS.host}:${REDIS.port}`);
+    else bullmqDir = preparePeer('bullmq-dispatcher', 'bullmq');
+  }
+  if (!SKIP.has('ceiling')) ceilingDir = preparePeer('http-ceiling', 'undici');
+
+  const rounds = [];
+  for (let r = 1; r <= ROUNDS; r++) {
+    const round = {};
+    log(`round ${r}/${ROUNDS}: hookline throughput, ${N} events`);
+    round.hookline = await withMachineLoad(() => hooklineThroughput(r));
+    log(`  hookline ${fmt(round.hookline.perS)}/s (ingest ${fmt(round.hookline.ingestPerS)}/s, ${round.hookline.cpuCores.toFixed(2)} cores)`);
+    if (bullmqDir) {
+      log(`round ${r}/${ROUNDS}: bullmq peer, ${N} jobs`);
+      round.bullmq = await withMachineLoad(() => bullmqRun(bullmqDir, { n: N }));
+      log(`  bullmq ${fmt(round.bullmq.perS)}/s`);
+    }
+    if (ceilingDir) {
+      log(`round ${r}/${ROUNDS}: http ceiling, SIGN=1 CONCURRENCY=64 ${CEILING_SECONDS}s`);
+      round.ceiling = await withMachineLoad(() => ceilingRun(ceilingDir));
+      log(`  ceiling ${fmt(round.ceiling.perS)}/s`);
+    }
+    rounds.push(round);
+  }
+
+  let latency = null;
+  let bullmqLatency = null;
+  if (!SKIP.has('latency')) {
+    log(`latency: hookline at ${RATE}/s for ${RATE_SECONDS}s`);
+    latency = await withMachineLoad(() => hooklineLatency());
+    log(`  hookline p50 ${fmt(latency.p50, 1)} ms p99 ${fmt(latency.p99, 1)} ms`);
+    if (bullmqDir) {
+      log(`latency: bullmq peer at RATE=${RATE} for ${RATE_SECONDS}s`);
+      bullmqLatency = await withMachineLoad(() => bullmqRun(bullmqDir, { n: Math.round(RATE * RATE_SECONDS), rate: RATE }));
+      log(`  bullmq p50 ${fmt(bullmqLatency.p50, 1)} ms p99 ${fmt(bullmqLatency.p99, 1)} ms`);
+    }
+  }
+
+  let retrying = null;
+  if (!SKIP.has('retrying')) {
+    log(`retrying: ${RETRYING} deliveries in retrying, then restart`);
+    retrying = await withMachineLoad(() => hooklineRetrying());
+    log(`  RSS ${fmt(retrying.rssMb, 1)} MB, restart -> resumed ${fmt(retrying.restartS, 2)} s`);
+  }
+
+  // Report ---------------------------------------------------------------------------------------
+  const ours = median(rounds.map((r) => r.hookline.perS));
+  const bull = median(rounds.map((r) => r.bullmq?.perS));
+  const ceil = median(rounds.map((r) => r.ceiling?.perS));
+  const ratioBullmq = ours / bull;
+  const ratioCeiling = ours / ceil;
+  const perRound = (pick) => rounds.map((r) => fmt(pick(r))).join(' / ');
+  const verdict = (ok) => (ok === null ? 'n/a' : ok ? 'met' : 'MISSED');
+  const check = (value, test) => (Number.isFinite(value) ? test(value) : null);
+  const targets = [
+    ['throughput vs bullmq peer', `>= ${TARGETS.ratioBullmq}x`, `${fmt(ratioBullmq, 2)}x`, check(ratioBullmq, (v) => v >= TARGETS.ratioBullmq)],
+    ['throughput vs signed ceiling', `>= ${TARGETS.ratioCeiling}x`, `${fmt(ratioCeiling, 2)}x`, check(ratioCeiling, (v) => v >= TARGETS.ratioCeiling)],
+    [`p99 ingest->receipt at ${RATE}/s`, `<= ${TARGETS.p99Ms} ms`, `${fmt(latency?.p99, 1)} ms`, check(latency?.p99, (v) => v <= TARGETS.p99Ms)],
+    [`RSS with ${fmt(RETRYING)} retrying`, `<= ${TARGETS.rssMb} MB`, `${fmt(retrying?.rssMb, 1)} MB`, check(retrying?.rssMb, (v) => v <= TARGETS.rssMb)],
+    [`restart -> resumed, ${fmt(RETRYING)} live`, `<= ${TARGETS.restartS} s`, `${fmt(retrying?.restartS, 2)} s`, check(retrying?.restartS, (v) => v <= TARGETS.restartS)],
+  ];
+
+  const h = rounds.map((r) => r.hookline);
+  const lines = [];
+  lines.push('');
+  lines.push(`Delivery engine bench, ${startedAt.toISOString()}, ${machine}`);
+  lines.push(`commit ${gitDescribe()}; load average at start ${loadStart.map((l) => l.toFixed(2)).join(' ')}, at end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}; HOOKLINE_* from env: ${hooklineEnv}`);
+  lines.push('');
+  lines.push('| Measure | Hookline (embedded) | BullMQ peer | Signed-POST ceiling |');
+  lines.push('|---|---:|---:|---:|');
+  lines.push(`| deliveries/s, ${fmt(N)} x 1 KB, receiver 204 (median of ${ROUNDS}) | ${fmt(ours)} | ${fmt(bull)} | ${fmt(ceil)} |`);
+  lines.push(`| - per round | ${perRound((r) => r.hookline.perS)} | ${perRound((r) => r.bullmq?.perS)} | ${perRound((r) => r.ceiling?.perS)} |`);
+  lines.push(`| p50 ingest->receipt at ${fmt(RATE)}/s, ${RATE_SECONDS} s | ${fmt(latency?.p50, 1)} ms | ${fmt(bullmqLatency?.p50, 1)} ms | - |`);
+  lines.push(`| p99 ingest->receipt at ${fmt(RATE)}/s, ${RATE_SECONDS} s | ${fmt(latency?.p99, 1)} ms | ${fmt(bullmqLatency?.p99, 1)} ms | - |`);
+  lines.push(`| RSS with ${fmt(RETRYING)} deliveries in retrying | ${fmt(retrying?.rssMb, 1)} MB | - | - |`);
+  lines.push(`| restart -> resumed, ${fmt(RETRYING)} live deliveries | ${fmt(retrying?.restartS, 2)} s | - | - |`);
+  lines.push('');
+  lines.push('| Ratio / target | Target | This run | Verdict |');
+  lines.push('|---|---:|---:|---|');
+  for (const [name, target, value, ok] of targets) lines.push(`| ${name} | ${target} | ${value} | ${verdict(ok)} |`);
+  lines.push('');
+  lines.push('Details:');
+  lines.push(`- hookline throughput rounds: ingest accepted ${h.map((x) => fmt(x.ingestPerS)).join(' / ')} events/s; ingest 202 p50 ${h.map((x) => fmt(x.ackP50, 1)).join(' / ')} ms, p99 ${h.map((x) => fmt(x.ackP99, 1)).join(' / ')} ms; serve process CPU ${h.map((x) => x.cpuCores.toFixed(2)).join(' / ')} cores, ${h.map((x) => x.cpuMsPerDelivery.toFixed(3)).join(' / ')} CPU ms per delivery; peak RSS ${h.map((x) => fmt(x.hwmMb)).join(' / ')} MB; ingest body ${h[0]?.ingestBytes} B, delivered envelope ${h[0]?.deliveredBytes} B; duplicates ${h.map((x) => x.duplicates).join('/')}; sampled signatures verified ${h.map((x) => x.verified).join('/')}, bad ${h.map((x) => x.badSignatures).join('/')}${h.some((x) => x.timedOut) ? '; SOME ROUNDS TIMED OUT' : ''}`);
+  if (latency) lines.push(`- hookline latency run (after ${fmt(WARMUP)} warm-up events at the same rate): ${latency.received}/${latency.n} delivered, achieved ingest ${fmt(latency.achievedRate)}/s, p90 ${fmt(latency.p90, 1)} ms, max ${fmt(latency.max, 1)} ms; ingest 202 p50 ${fmt(latency.ackP50, 1)} ms, p99 ${fmt(latency.ackP99, 1)} ms; bad signatures ${latency.badSignatures}`);
+  if (bullmqLatency) lines.push(`- bullmq latency run: ${bullmqLatency.received} delivered, p50 ${fmt(bullmqLatency.p50, 1)} ms, p99 ${fmt(bullmqLatency.p99, 1)} ms (peer defaults: BULK=500, CONCURRENCY=100)`);
+  if (retrying) lines.push(`- retrying run: ingest ${fmt(retrying.ingestPerS)}/s (${retrying.ingestErrors} errors), all ${fmt(retrying.scheduled)} scheduled after ${fmt(retrying.toRetryingS, 1)} s, live ${fmt(retrying.live)}, first attempts seen by the 500 receiver ${fmt(retrying.attemptsSeen)}, VmRSS ${fmt(retrying.rssMb, 1)} MB (anonymous ${fmt(retrying.anonMb, 1)} MB, file-backed incl. LMDB map ${fmt(retrying.fileMb, 1)} MB, LMDB files ${fmt(retrying.dataMb, 1)} MB on disk; VmHWM ${fmt(retrying.hwmMb, 1)} MB); SIGTERM -> exit ${fmt(retrying.stopS, 2)} s (code ${retrying.stopExit}); restart: ${fmt(retrying.liveAfter)} live on /metrics ${fmt(retrying.restartS, 2)} s after spawn${retrying.resumedLogS !== undefined ? `, 'resumed live deliveries' logged at ${fmt(retrying.resumedLogS, 2)} s (resumed=${retrying.resumedLogged})` : ''}; VmRSS after restart ${fmt(retrying.rssAfterMb, 1)} MB (anonymous ${fmt(retrying.after?.anonMb, 1)}, file-backed ${fmt(retrying.after?.fileMb, 1)}); idle node before ingest: VmRSS ${fmt(retrying.idle?.rssMb, 1)} MB (anonymous ${fmt(retrying.idle?.anonMb, 1)}, file-backed ${fmt(retrying.idle?.fileMb, 1)})`);
+  const busy = (x) => (x ? `${fmt(x.machineBusyPct)}% (other ${fmt(x.otherCores, 2)})` : 'n/a');
+  lines.push(`- machine load per phase, as all-core CPU busy % (and cores used by processes outside this bench and redis): throughput rounds hookline ${rounds.map((r) => busy(r.hookline)).join(' / ')}, bullmq ${rounds.map((r) => busy(r.bullmq)).join(' / ')}, ceiling ${rounds.map((r) => busy(r.ceiling)).join(' / ')}; latency hookline ${busy(latency)}, bullmq ${busy(bullmqLatency)}; retrying ${busy(retrying)}`);
+  for (const note of notes) lines.push(`- ${note}`);
+  const met = targets.filter(([, , , ok]) => ok === true).length;
+  const judged = targets.filter(([, , , ok]) => ok !== null).length;
+  const num2 = (x, d = 1) => (Number.isFinite(x) ? Number(x.toFixed(d)) : 'na');
+  lines.push('');
+  lines.push(`engine_bench n=${N} rounds=${ROUNDS} warmup=${WARMUP} ours_per_s=${num2(ours, 0)} bullmq_per_s=${num2(bull, 0)} ceiling_per_s=${num2(ceil, 0)} ratio_bullmq=${num2(ratioBullmq, 2)} ratio_ceiling=${num2(ratioCeiling, 2)} p50_ms=${num2(latency?.p50, 2)} p99_ms=${num2(latency?.p99, 2)} bullmq_p50_ms=${num2(bullmqLatency?.p50)} bullmq_p99_ms=${num2(bullmqLatency?.p99)} retrying=${RETRYING} rss_mb=${num2(retrying?.rssMb)} restart_s=${num2(retrying?.restartS, 2)} targets_met=${met}/${judged}`);
+  process.stdout.write(`${lines.join('\n')}\n`);
+  return met === judged ? 0 : 2;
+}
+
+main().then(
+  (code) => {
+    cleanupSync();
+    process.exit(env.BENCH_STRICT === '1' ? code : 0);
+  },
+  (error) => {
+    process.stderr.write(`bench failed: ${error.stack ?? error}\n`);
+    cleanupSync();
+    process.exit(1);
+  },
+);
