@@ -61,7 +61,7 @@ async function startClusterNode(settings: Settings, options: StartOptions, logge
   engine.store.replicator = cluster;
   const http = buildHttpServer({ engine, embedded, cluster }, { logger });
   try {
-    await cluster.start(engine, (request) => answerForwarded(http, request, settings.nodeId));
+    await cluster.start(engine, (request) => answerForwarded(http, request, cluster.forwardToken));
   } catch (error) {
     await cluster.stop();
     await engine.stop();
@@ -71,11 +71,12 @@ async function startClusterNode(settings: Settings, options: StartOptions, logge
   return listen(engine, http, settings, () => cluster.stop());
 }
 
-async function answerForwarded(http: FastifyInstance, request: ForwardedRequest, nodeId: string): Promise<ForwardedReply> {
+/** Answers a call another node forwarded here, through this node's own routes (marked, so it is not forwarded again). */
+async function answerForwarded(http: FastifyInstance, request: ForwardedRequest, forwardToken: string): Promise<ForwardedReply> {
   const response = await http.inject({
     method: request.method as 'GET',
     url: request.url,
-    headers: { ...request.headers, [FORWARDED_HEADER]: nodeId },
+    headers: { ...request.headers, [FORWARDED_HEADER]: forwardToken },
     ...(request.body !== null ? { payload: request.body } : {}),
   });
   const headers: Record<string, string> = {};

@@ -136,6 +136,7 @@ export class Engine implements EventSink {
         disableAfterMs: this.settings.disableAfterMs,
         endpointConcurrency: this.settings.endpointConcurrency,
         liveBudget: this.liveBudget,
+        ...(this.ownership ? { mayAct: () => this.owns(projectId) } : {}),
       });
       this.actors.set(projectId, actor);
     }
@@ -217,7 +218,8 @@ export class Engine implements EventSink {
 
   /**
    * Stops acting for the projects matching `owns` (cluster: a partition moves away): their actors
-   * stop starting attempts, in-flight ones finish, then the actors are dropped.
+   * stop starting attempts at once (before this returns its promise), in-flight ones finish and
+   * their changes are written, then the actors are dropped.
    */
   async releaseProjects(owns: (projectId: string) => boolean): Promise<void> {
     const leaving = [...this.actors.values()].filter((actor) => owns(actor.projectId));

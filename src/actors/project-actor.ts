@@ -53,6 +53,12 @@ export interface ProjectActorDeps {
   endpointConcurrency: number;
   /** Shared by every actor of the engine: deliveries held in memory, and the most allowed. */
   liveBudget: { count: number; readonly max: number };
+  /**
+   * Cluster mode: whether this node may act for the project right now (its partition's lease is
+   * valid). Checked before every attempt, so a node that lost its lease starts none.
+   * @default always
+   */
+  mayAct?: () => boolean;
 }
 
 export interface IngestResult {
@@ -80,6 +86,8 @@ export class ProjectActor {
   private readonly ready = new FifoQueue<LiveDelivery>();
   private readonly ingesting = new Map<string, { fingerprint: string; result: Promise<IngestResult> }>();
   private inflight = 0;
+  /** Store writes (and their replication) not yet settled; a drain waits for them. */
+  private readonly pendingWrites = new Set<Promise<unknown>>();
   private draining = false;
   private idleWaiters: Array<() => void> = [];
   private signingKeys: { keys: Uint8Array[]; validUntil: number } | null = null;
@@ -126,7 +134,7 @@ export class ProjectActor {
   private saveWebhook(webhook: WebhookRecord): Promise<void> {
     this.webhook = webhook;
     this.signingKeys = null;
-    const saved = this.deps.store.putWebhook(this.projectId, webhook);
+    const saved = this.tracked(this.deps.store.putWebhook(this.projectId, webhook));
     this.pump();
     return saved;
   }
@@ -172,7 +180,7 @@ export class ProjectActor {
     const answer: IngestAnswer = { id: eventId, deliveryId: delivery?.id ?? null };
     const event: EventRecord = { id: eventId, type: input.type, fingerprint, envelope, createdAt: now, answer, deliveryIds: delivery ? [delivery.id] : [] };
     try {
-      await this.deps.store.writeIngest(this.projectId, event, delivery);
+      await this.tracked(this.deps.store.writeIngest(this.projectId, event, delivery));
     } catch (error) {
       const code = (error as { code?: unknown }).code;
       if (code === 'ENOSPC' || code === 'MDB_MAP_FULL' || /MDB_MAP_FULL|ENOSPC|No space left/.test(String((error as Error).message))) {
@@ -265,7 +273,7 @@ export class ProjectActor {
     if (!event) throw new HooklineError('HOOKLINE_ERR_EVENT_NOT_FOUND', `no stored event ${eventId} in this project`);
     if (!this.webhook) throw new HooklineError('HOOKLINE_ERR_NO_WEBHOOK_FOR_REPLAY', 'no webhook is configured to replay to; PUT /v1/webhook first');
     const record = this.newDeliveryRecord(eventId, event.type, this.deps.clock.now());
-    await this.deps.store.writeReplay(this.projectId, eventId, record);
+    await this.tracked(this.deps.store.writeReplay(this.projectId, eventId, record));
     this.admit(record, event.envelope);
     return record.id;
   }
@@ -314,7 +322,7 @@ export class ProjectActor {
 
   /** Starts attempts while the endpoint is active and under its concurrency cap. */
   private pump(): void {
-    if (this.webhook?.state !== 'active' || this.draining) return;
+    if (this.webhook?.state !== 'active' || this.draining || this.deps.mayAct?.() === false) return;
     while (this.inflight < this.deps.endpointConcurrency && this.ready.length > 0) {
       const delivery = this.ready.shift()!;
       delivery.queued = false;
@@ -386,7 +394,7 @@ export class ProjectActor {
     this.runEffects(delivery, step.actions, now, attemptInfo?.outcome);
     if (step.state === 'pending') delivery.nextAttemptAt ??= now;
     const transitions: TransitionRecord[] = step.transitions.map((hop) => ({ from: hop.from, to: hop.to, event, at: now }));
-    const committed = this.deps.store.applyDeliveryChange(this.projectId, delivery.id, {
+    const committed = this.tracked(this.deps.store.applyDeliveryChange(this.projectId, delivery.id, {
       status: delivery.status,
       attempts: delivery.counters.attempts,
       roundAttempts: delivery.counters.roundAttempts,
@@ -395,7 +403,7 @@ export class ProjectActor {
       updatedAt: now,
       transitions,
       ...(attemptInfo ? { attempt: attemptInfo.attempt } : {}),
-    });
+    }));
     if (step.state === 'succeeded' || step.state === 'dead_lettered') {
       this.deps.metrics.deliveriesFinished.inc({ status: step.state });
       return committed.finally(() => {
@@ -486,16 +494,30 @@ export class ProjectActor {
 
   // Shutdown ------------------------------------------------------------------------------------
 
-  /** Stops starting attempts and resolves when none is in flight (or the deadline passes). */
+  private tracked<T>(write: Promise<T>): Promise<T> {
+    this.pendingWrites.add(write);
+    const settle = () => this.pendingWrites.delete(write);
+    write.then(settle, settle);
+    return write;
+  }
+
+  /**
+   * Stops starting attempts and resolves when none is in flight and the changes already made are
+   * written (so a cluster node hands a partition on only after its last changes are replicated),
+   * or when the deadline passes.
+   */
   drain(deadlineMs: number): Promise<void> {
     this.draining = true;
-    if (this.inflight === 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, deadlineMs);
-      this.idleWaiters.push(() => {
-        clearTimeout(timer);
-        resolve();
-      });
+    if (this.inflight === 0 && this.pendingWrites.size === 0) return Promise.resolve();
+    const idle = new Promise<void>((resolve) => {
+      if (this.inflight === 0) resolve();
+      else this.idleWaiters.push(resolve);
     });
+    const settled = idle.then(async () => {
+      while (this.pendingWrites.size > 0) await Promise.allSettled([...this.pendingWrites]);
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, deadlineMs)));
+    return Promise.race([settled, deadline]).finally(() => clearTimeout(timer));
   }
 }

@@ -1,8 +1,11 @@
+import { randomBytes } from 'node:crypto';
+import { AckPolicy, DeliverPolicy, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import type { KV } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Engine } from '../actors/engine.js';
+import { hashApiKey } from '../actors/engine.js';
 import type { Logger } from '../actors/project-actor.js';
 import type { Settings } from '../config/settings.js';
 import { HooklineError } from '../errors.js';
@@ -24,6 +27,13 @@ export interface ClusterSettings {
   leaseMs: number;
 }
 
+/** What `GET /healthz` shows of a cluster node. */
+export interface ClusterStatus {
+  nodeId: string;
+  /** Partitions this node has restored and acts for, ascending. */
+  partitions: number[];
+  partitionCount: number;
+}
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -35,11 +45,19 @@ const decoder = new TextDecoder();
  * Projects and API keys live in a KV bucket every node mirrors, so any node can authenticate.
  */
 export class ClusterNode implements PartitionHost, StoreReplicator {
+  /**
+   * Marks API calls this node re-injects on behalf of another node (see `answerForwarded`); random
+   * per process, so a client cannot pass a call off as already forwarded.
+   */
+  readonly forwardToken = randomBytes(16).toString('hex');
   private connection!: NatsConnection;
   private directory!: KV;
   private changelog!: PartitionChangelog;
   private rpc!: PartitionRpc;
+  private leases!: PartitionLeases;
   private coordinator!: ClusterCoordinator;
+  /** Partitions restored and served here (their lease may still lapse: see `actsFor`). */
+  private readonly serving = new Set<number>();
   private readonly consumers = new Map<number, NatsTransport>();
   private directoryWatch: { stop(): void } | null = null;
   private engine!: Engine;
@@ -59,8 +77,18 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
     return partitionOf(projectId, this.cluster.partitions);
   }
 
+  /** True while the partition is restored here and its lease is valid by the local clock. */
+  private actsFor(partition: number): boolean {
+    return this.serving.has(partition) && this.leases.isValid(partition);
+  }
+
   ownsProject(projectId: string): boolean {
-    return this.coordinator?.ownsProject(projectId) ?? false;
+    return this.leases !== undefined && this.actsFor(this.partitionOf(projectId));
+  }
+
+  status(): ClusterStatus {
+    const partitions = this.coordinator ? [...this.coordinator.ownedPartitions()].sort((a, b) => a - b) : [];
+    return { nodeId: this.nodeId, partitions, partitionCount: this.cluster.partitions };
   }
 
   /** Connects and prepares the shared NATS state; the engine is attached afterwards. */
@@ -74,8 +102,9 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
       this.changelog = new PartitionChangelog(this.connection, `${this.settings.natsStream}_CHANGELOG`, `${this.settings.clusterSubjectPrefix}.changelog`);
       await this.changelog.ensureStream();
       this.rpc = new PartitionRpc(this.connection, `${this.settings.clusterSubjectPrefix}.rpc`, (request) => this.handleForwarded!(request));
+      this.leases = new PartitionLeases(clusterKv, this.nodeId, this.cluster.leaseMs);
       this.coordinator = new ClusterCoordinator({
-        leases: new PartitionLeases(clusterKv, this.nodeId, this.cluster.leaseMs),
+        leases: this.leases,
         host: this,
         partitions: this.cluster.partitions,
         tickMs: Math.max(100, Math.floor(this.cluster.leaseMs / 4)),
@@ -123,6 +152,29 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
     }
   }
 
+  /** Makes sure a project another node just created is mirrored here (the watch may lag); false if there is none. */
+  private async mirrorProject(projectId: string): Promise<boolean> {
+    if (this.engine.store.getProject(projectId)) return true;
+    const entry = await this.directory.get(`project.${projectId}`);
+    if (!entry || entry.operation !== 'PUT' || entry.value.length === 0) return false;
+    await this.applyDirectoryEntry(entry.key, decoder.decode(entry.value));
+    return true;
+  }
+
+  /**
+   * The project of an API key this node has not mirrored yet, read from the directory itself, so a
+   * key made on another node works here at once; null when the directory has no such key.
+   */
+  async authenticate(apiKey: string): Promise<string | null> {
+    const hash = hashApiKey(apiKey);
+    const entry = await this.directory.get(`key.${hash}`).catch(() => null);
+    if (!entry || entry.operation !== 'PUT' || entry.value.length === 0) return null;
+    const projectId = decoder.decode(entry.value);
+    if (!(await this.mirrorProject(projectId))) return null;
+    await this.engine.store.mirrorDirectory(null, hash, projectId);
+    return projectId;
+  }
+
   async project(record: ProjectRecord, apiKeyHash: string | null): Promise<void> {
     await this.directory.put(`project.${record.id}`, encoder.encode(JSON.stringify(record)));
     if (apiKeyHash) await this.directory.put(`key.${apiKeyHash}`, encoder.encode(record.id));
@@ -130,16 +182,32 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
 
   // Replication of partition state -------------------------------------------------------------
 
+  /**
+   * Fencing of the changelog: only a node whose lease is valid may append to a partition. A late
+   * write (an attempt that outlived the drain of a partition handed over, or a node that lost its
+   * lease) stays in this node's LMDB and never overwrites the new owner's records.
+   */
+  private partitionToAppend(projectId: string): number {
+    const partition = this.partitionOf(projectId);
+    if (!this.leases.isValid(partition)) {
+      throw new HooklineError('HOOKLINE_ERR_PARTITION_MOVING', `partition ${partition} is no longer held by node ${this.nodeId}; the change was not replicated`, { retryAfterSeconds: 1 });
+    }
+    return partition;
+  }
+
   async delivery(projectId: string, record: Parameters<StoreReplicator['delivery']>[1]): Promise<void> {
-    await this.changelog.append(this.partitionOf(projectId), { kind: 'delivery', projectId, record });
+    const partition = this.partitionToAppend(projectId);
+    await this.changelog.append(partition, { kind: 'delivery', projectId, record }, () => this.leases.isValid(partition));
   }
 
   async event(projectId: string, record: Parameters<StoreReplicator['event']>[1]): Promise<void> {
-    await this.changelog.append(this.partitionOf(projectId), { kind: 'event', projectId, record });
+    const partition = this.partitionToAppend(projectId);
+    await this.changelog.append(partition, { kind: 'event', projectId, record }, () => this.leases.isValid(partition));
   }
 
   async webhook(projectId: string, record: Parameters<StoreReplicator['webhook']>[1]): Promise<void> {
-    await this.changelog.append(this.partitionOf(projectId), { kind: 'webhook', projectId, record });
+    const partition = this.partitionToAppend(projectId);
+    await this.changelog.append(partition, { kind: 'webhook', projectId, record }, () => this.leases.isValid(partition));
   }
 
   // Partition ownership ------------------------------------------------------------------------
@@ -147,26 +215,84 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   async acquire(partition: number): Promise<void> {
     const restored = await this.changelog.restore(partition, (change) => this.engine.store.restoreRecord(change.projectId, change));
     const owns = (projectId: string) => this.partitionOf(projectId) === partition;
-    const resumed = this.engine.resumeProjects(owns);
+    // Served from here on: until now the API forwarded the partition's calls (to no one: 503).
+    this.serving.add(partition);
+    this.logger.info({ partition, restored }, 'partition restored from the changelog');
+    this.engine.resumeProjects(owns);
     this.rpc.serve(partition);
+    const durable = `${this.settings.natsDurable}-p${partition}`;
+    await this.takeOverConsumer(partition, durable);
     const consumer = new NatsTransport({
       servers: this.settings.natsUrl!,
       stream: this.settings.natsStream,
       subjectPrefix: `${this.settings.natsSubjectPrefix}.${partition}`,
-      durable: `${this.settings.natsDurable}-p${partition}`,
+      durable,
       streamSubjects: [`${this.settings.natsSubjectPrefix}.>`],
+      logger: this.logger,
     });
-    await consumer.start(this.engine as EventSink);
     this.consumers.set(partition, consumer);
-    this.logger.info({ partition, restored, resumed }, 'partition restored from the changelog');
+    await consumer.start(this.partitionSink(partition));
+  }
+
+  /**
+   * Messages the previous owner was handed but never acknowledged (in its buffer or on the wire when
+   * it stopped consuming, or when it died) would come back only after `ack_wait` (30 s). So the new
+   * owner restarts the partition's durable consumer just past its ack floor: they come at once.
+   * Messages past the floor that were acknowledged already come again too, and the store's event-id
+   * de-duplication answers them as repeats (their events were replicated before the ack).
+   */
+  private async takeOverConsumer(partition: number, durable: string): Promise<void> {
+    const manager = await jetstreamManager(this.connection);
+    const stream = this.settings.natsStream;
+    const info = await manager.consumers.info(stream, durable).catch(() => null);
+    if (!info || info.num_ack_pending === 0) return;
+    await manager.consumers.delete(stream, durable);
+    await manager.consumers.add(stream, {
+      durable_name: durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: info.ack_floor.stream_seq + 1,
+      filter_subject: `${this.settings.natsSubjectPrefix}.${partition}.>`,
+      max_ack_pending: info.config.max_ack_pending,
+      ack_wait: info.config.ack_wait,
+    });
+    this.logger.info({ partition, unacknowledged: info.num_ack_pending, from: info.ack_floor.stream_seq + 1 }, 'partition consumer restarted past its ack floor');
+  }
+
+  /**
+   * The engine as one partition's consumer sees it: a message whose project belongs to another
+   * partition (published with the wrong partition count) is rejected rather than nak'ed forever,
+   * and a project created a moment ago on another node is looked up in the directory first.
+   */
+  private partitionSink(partition: number): EventSink {
+    const engine = this.engine;
+    return {
+      ingest: async (projectId, input) => {
+        if (this.partitionOf(projectId) !== partition) {
+          throw new HooklineError('HOOKLINE_ERR_VALIDATION', `project ${projectId} is in partition ${this.partitionOf(projectId)}, not ${partition}: publish with the cluster's partition count (HOOKLINE_PARTITIONS=${this.cluster.partitions})`, {
+            details: [{ path: 'subject', message: `must be ${this.settings.natsSubjectPrefix}.${this.partitionOf(projectId)}.${projectId}` }],
+          });
+        }
+        await this.mirrorProject(projectId);
+        return engine.ingest(projectId, input);
+      },
+      reject: (rejection) => engine.reject(rejection),
+    };
   }
 
   async release(partition: number): Promise<void> {
+    const owns = (projectId: string) => this.partitionOf(projectId) === partition;
+    // At once: no more calls answered or attempts started for the partition.
+    this.serving.delete(partition);
+    this.rpc.unserve(partition);
+    const drained = this.engine.releaseProjects(owns);
+    // Messages already pulled are handed to the draining actors, which refuse them (nak: JetStream
+    // redelivers them to the next owner); the rest stay in the stream for the next owner.
     const consumer = this.consumers.get(partition);
     this.consumers.delete(partition);
     await consumer?.stop();
-    this.rpc.unserve(partition);
-    await this.engine.releaseProjects((projectId) => this.partitionOf(projectId) === partition);
+    await drained;
+    this.changelog.forget(partition);
   }
 
   async forward(projectId: string, request: ForwardedRequest): Promise<ForwardedReply> {

@@ -1,13 +1,13 @@
 import type { Logger } from '../actors/project-actor.js';
-import { partitionOf } from '../sdk/partition.js';
 import type { PartitionLeases } from './leases.js';
 import { desiredPartitions } from './rendezvous.js';
 
 /**
  * What the coordinator asks of the node when ownership changes. `acquire` restores the partition
  * (changelog into LMDB, live deliveries into actors, its ingest consumer and RPC subscription)
- * and must finish before the node acts for it; `release` stops all of that (in-flight attempts
- * drain) before the lease is given up, so two nodes never send for one partition at once.
+ * and must finish before the node acts for it; `release` stops starting attempts at once, then
+ * resolves once in-flight attempts have finished and their changes are written, so the lease is
+ * given up only after the partition's last change is in the changelog.
  */
 export interface PartitionHost {
   acquire(partition: number): Promise<void>;
@@ -18,24 +18,38 @@ export interface CoordinatorOptions {
   leases: PartitionLeases;
   host: PartitionHost;
   partitions: number;
-  /** Heartbeat and lease renewal period; the lease lasts `leaseMs` (several periods). */
+  /** Heartbeat, renewal and rebalancing period; the lease lasts `leaseMs` (several periods). */
   tickMs: number;
   logger: Logger;
 }
 
 /**
- * Keeps this node's set of partitions equal to what rendezvous hashing over the live nodes gives
- * it. Every tick: heartbeat; renew held leases (a lease that cannot be renewed is dropped at once:
- * fencing); release partitions another node should own; take free partitions this node should own.
+ * Keeps this node's set of partitions equal to what rendezvous hashing over the live nodes gives it.
+ * Three loops, so that a slow one never starves the others:
+ * - renewal (every tick): heartbeat, then renew every held lease at once. A lease someone else
+ *   took is fenced at once.
+ * - watchdog (several times a tick, no I/O): a held lease whose local validity ran out (renewals
+ *   failed or hung, NATS unreachable) is fenced: the node stops starting attempts for it before
+ *   any other node may take it over.
+ * - rebalancing (every tick): hand back partitions another node should own, in the background
+ *   (their in-flight attempts drain while the lease is still renewed); take free partitions this
+ *   node should own, restoring each before acting for it.
  * A dead node drops out of the live set when its heartbeat is older than the lease time, so its
  * partitions become desired by others, who take them as soon as its leases expire.
  */
 
-const MAX_ACQUISITIONS_PER_TICK = 8;
+/** Partitions restored at once (a restore holds a consumer and a NATS connection open). */
+const MAX_ACQUISITIONS_PER_ROUND = 16;
+
 export class ClusterCoordinator {
+  /** Partitions restored and acted for. */
   private readonly owned = new Set<number>();
-  private timer: NodeJS.Timeout | null = null;
-  private ticking: Promise<void> | null = null;
+  /** Partitions being taken over or handed back: lease held (and renewed), not acted for. */
+  private readonly busy = new Set<number>();
+  private readonly handovers = new Set<Promise<void>>();
+  private timers: { renewal?: NodeJS.Timeout; rebalancing?: NodeJS.Timeout; watchdog?: NodeJS.Timeout } = {};
+  private renewing: Promise<void> | null = null;
+  private rebalancing: Promise<void> | null = null;
   private stopped = false;
 
   constructor(private readonly options: CoordinatorOptions) {}
@@ -48,72 +62,126 @@ export class ClusterCoordinator {
     return this.owned;
   }
 
-  ownsProject(projectId: string): boolean {
-    return this.owned.has(partitionOf(projectId, this.options.partitions));
-  }
-
   async start(): Promise<void> {
-    await this.tick();
-    this.timer = setInterval(() => {
-      this.ticking ??= this.tick().finally(() => {
-        this.ticking = null;
-      });
-    }, this.options.tickMs);
-    this.timer.unref();
+    await this.renewRound();
+    await this.rebalance();
+    const { tickMs } = this.options;
+    const every = (ms: number, run: () => void) => {
+      const timer = setInterval(run, ms);
+      timer.unref();
+      return timer;
+    };
+    this.timers = {
+      renewal: every(tickMs, () => {
+        this.renewing ??= this.renewRound().finally(() => (this.renewing = null));
+      }),
+      rebalancing: every(tickMs, () => {
+        this.rebalancing ??= this.rebalance().finally(() => (this.rebalancing = null));
+      }),
+      watchdog: every(Math.max(25, Math.floor(tickMs / 4)), () => this.watchdog()),
+    };
   }
 
-  /** One round of heartbeat, renewal and rebalancing. Errors are logged; the next tick retries. */
-  async tick(): Promise<void> {
-    if (this.stopped) return;
-    const { leases, host, partitions, logger } = this.options;
+  /** Heartbeat and renewal of every held lease (also those being taken over or handed back). */
+  async renewRound(): Promise<void> {
+    const { leases, logger } = this.options;
     try {
       await leases.heartbeat();
-      const nodes = await leases.liveNodes();
-      if (!nodes.includes(this.nodeId)) nodes.push(this.nodeId);
-      const desired = desiredPartitions(this.nodeId, nodes, partitions);
-
-      for (const partition of [...this.owned]) {
-        const keep = desired.has(partition);
-        if (keep && (await leases.acquireOrRenew(partition))) continue;
-        // Another node should have it now, or the lease could not be renewed: stop acting for it.
-        this.owned.delete(partition);
-        await host.release(partition);
-        await leases.release(partition);
-        logger.info({ partition, nodes: nodes.length }, keep ? 'partition lease lost; released' : 'partition handed over after a rebalance');
-      }
-
-      // Take what this node should own, a few per round so one tick never outlasts the leases it renews.
-      let taken = 0;
-      for (const partition of desired) {
-        if (this.owned.has(partition) || this.stopped || taken >= MAX_ACQUISITIONS_PER_TICK) continue;
-        // Fails while the previous owner's lease is still running (it is alive, or not yet expired).
-        if (!(await leases.acquireOrRenew(partition))) continue;
-        taken++;
-        this.owned.add(partition);
-        try {
-          await host.acquire(partition);
-          logger.info({ partition }, 'partition acquired');
-        } catch (error) {
-          logger.error({ err: error, partition }, 'could not take over partition; giving it back');
-          this.owned.delete(partition);
-          await host.release(partition).catch(() => {});
-          await leases.release(partition);
-        }
-      }
     } catch (error) {
-      logger.warn({ err: error }, 'cluster coordination round failed; retrying next tick');
+      logger.warn({ err: error }, 'cluster heartbeat failed; retrying next tick');
+    }
+    await Promise.all(
+      leases.heldPartitions().map(async (partition) => {
+        if ((await leases.renew(partition)) === 'lost') this.fence(partition, 'partition lease taken by another node; stopped acting for it');
+      }),
+    );
+  }
+
+  /** Fences every owned partition whose lease is no longer valid by the local clock. */
+  watchdog(): void {
+    for (const partition of this.owned) {
+      if (!this.options.leases.isValid(partition)) this.fence(partition, 'partition lease not renewed in time; stopped acting for it');
     }
   }
 
+  private fence(partition: number, message: string): void {
+    if (!this.owned.has(partition)) return;
+    this.options.logger.warn({ partition }, message);
+    this.handBack(partition);
+  }
+
+  /** Stops acting for an owned partition at once; the lease goes once its last changes are written. */
+  private handBack(partition: number): void {
+    this.owned.delete(partition);
+    this.busy.add(partition);
+    const handover = (async () => {
+      try {
+        await this.options.host.release(partition);
+      } catch (error) {
+        this.options.logger.error({ err: error, partition }, 'releasing a partition failed');
+      }
+      await this.options.leases.release(partition);
+      this.busy.delete(partition);
+    })();
+    this.handovers.add(handover);
+    void handover.finally(() => this.handovers.delete(handover));
+  }
+
+  /** One round of rebalancing. Errors are logged; the next tick retries. */
+  async rebalance(): Promise<void> {
+    if (this.stopped) return;
+    const { leases, partitions, logger } = this.options;
+    let desired: Set<number>;
+    let nodeCount: number;
+    try {
+      const nodes = await leases.liveNodes();
+      if (!nodes.includes(this.nodeId)) nodes.push(this.nodeId);
+      desired = desiredPartitions(this.nodeId, nodes, partitions);
+      nodeCount = nodes.length;
+    } catch (error) {
+      logger.warn({ err: error }, 'cluster membership could not be read; retrying next tick');
+      return;
+    }
+    for (const partition of [...this.owned]) {
+      if (desired.has(partition)) continue;
+      logger.info({ partition, nodes: nodeCount }, 'partition handed over after a rebalance');
+      this.handBack(partition);
+    }
+    // A few per round, in parallel, so one round stays short; the rest come next round.
+    const wanted = [...desired].filter((partition) => !this.owned.has(partition) && !this.busy.has(partition)).slice(0, MAX_ACQUISITIONS_PER_ROUND);
+    await Promise.all(wanted.map((partition) => this.takeOver(partition)));
+  }
+
+  private async takeOver(partition: number): Promise<void> {
+    const { leases, host, logger } = this.options;
+    // Fails while the previous owner's lease is still running (it is alive, or not yet expired).
+    if (this.stopped || !(await leases.acquire(partition))) return;
+    this.busy.add(partition);
+    try {
+      await host.acquire(partition);
+      if (this.stopped) throw new Error('the node is stopping');
+      if (!leases.isValid(partition)) throw new Error('the lease ran out while the partition was being restored');
+      this.owned.add(partition);
+      this.busy.delete(partition);
+      logger.info({ partition }, 'partition acquired');
+    } catch (error) {
+      logger.error({ err: error, partition }, 'could not take over partition; giving it back');
+      await host.release(partition).catch(() => {});
+      await leases.release(partition);
+      this.busy.delete(partition);
+    }
+  }
+
+  /** Hands every partition back (leases stay renewed while their attempts drain), then leaves. */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-    await this.ticking;
-    for (const partition of [...this.owned]) {
-      this.owned.delete(partition);
-      await this.options.host.release(partition).catch(() => {});
-      await this.options.leases.release(partition);
-    }
+    clearInterval(this.timers.rebalancing);
+    await this.rebalancing;
+    for (const partition of [...this.owned]) this.handBack(partition);
+    await Promise.all([...this.handovers]);
+    clearInterval(this.timers.renewal);
+    clearInterval(this.timers.watchdog);
+    await this.renewing;
     await this.options.leases.leave().catch(() => {});
   }
 }

@@ -7,6 +7,11 @@ import type { KV } from '@nats-io/kv';
  * - `lease.<partition>` → `{ nodeId, expiresAt }`, written only with compare-and-set on the KV
  *   revision, so two nodes can never both succeed in taking or renewing the same lease.
  * Times are wall-clock milliseconds; nodes of one cluster must keep their clocks in sync (NTP).
+ *
+ * Fencing: a holder counts its lease valid only until `validUntil(partition)`: the time it sent the
+ * write that set `expiresAt`, plus the lease time, minus a safety margin. Other nodes take the lease
+ * only after `expiresAt` by their own clocks, so a holder that stops acting at `validUntil` (whether
+ * or not it can still reach NATS) has stopped before anyone else starts.
  */
 
 export interface NodeRecord {
@@ -19,21 +24,30 @@ export interface LeaseRecord {
   expiresAt: number;
 }
 
+/** Outcome of a renewal: `lost` means another node has the lease now; `unknown` means NATS did not answer. */
+export type RenewOutcome = 'renewed' | 'lost' | 'unknown';
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const encode = (value: unknown) => encoder.encode(JSON.stringify(value));
 const decode = <T>(bytes: Uint8Array): T => JSON.parse(decoder.decode(bytes)) as T;
 
 export class PartitionLeases {
-  /** Revision of each lease this node holds, for compare-and-set renewals. */
-  private readonly held = new Map<number, number>();
+  /** Revision and local validity of each lease this node holds. */
+  private readonly held = new Map<number, { revision: number; validUntil: number }>();
+  /** One KV operation per partition at a time, so a renewal never races a release of the same lease. */
+  private readonly queues = new Map<number, Promise<unknown>>();
+  private readonly marginMs: number;
 
   constructor(
     private readonly kv: KV,
     readonly nodeId: string,
     private readonly leaseMs: number,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    // Room for clock skew between nodes and for a timer that fires late on a busy machine.
+    this.marginMs = Math.min(1_000, Math.floor(leaseMs / 5));
+  }
 
   async heartbeat(): Promise<void> {
     await this.kv.put(`node.${this.nodeId}`, encode({ nodeId: this.nodeId, heartbeatAt: this.now() } satisfies NodeRecord));
@@ -45,17 +59,17 @@ export class PartitionLeases {
 
   /** Node ids whose heartbeat is within the lease time, sorted. */
   async liveNodes(): Promise<string[]> {
-    const nodes: string[] = [];
-    const keys = await this.kv.keys('node.*');
-    const names: string[] = [];
-    for await (const key of keys) names.push(key);
+    const nodes = new Set<string>();
+    // A set: the key listing can name a key twice when it is rewritten (a heartbeat) while listed.
+    const names = new Set<string>();
+    for await (const key of await this.kv.keys('node.*')) names.add(key);
     for (const key of names) {
       const entry = await this.kv.get(key);
       if (!entry || entry.operation !== 'PUT' || entry.value.length === 0) continue;
       const record = decode<NodeRecord>(entry.value);
-      if (this.now() - record.heartbeatAt <= this.leaseMs) nodes.push(record.nodeId);
+      if (this.now() - record.heartbeatAt <= this.leaseMs) nodes.add(record.nodeId);
     }
-    return nodes.sort();
+    return [...nodes].sort();
   }
 
   /** The node holding a partition's unexpired lease, or null. */
@@ -66,48 +80,107 @@ export class PartitionLeases {
     return lease.expiresAt > this.now() ? lease.nodeId : null;
   }
 
-  holds(partition: number): boolean {
-    return this.held.has(partition);
+  /** True while this node holds the lease and its local validity has not run out. */
+  isValid(partition: number): boolean {
+    const lease = this.held.get(partition);
+    return lease !== undefined && this.now() < lease.validUntil;
+  }
+
+  /** Partitions whose lease this node holds (valid or not yet given up). */
+  heldPartitions(): number[] {
+    return [...this.held.keys()];
+  }
+
+  private serialized<T>(partition: number, operation: () => Promise<T>): Promise<T> {
+    const previous = this.queues.get(partition) ?? Promise.resolve();
+    const next = previous.then(operation, operation);
+    const tail = next.catch(() => {});
+    this.queues.set(partition, tail);
+    void tail.then(() => {
+      if (this.queues.get(partition) === tail) this.queues.delete(partition);
+    });
+    return next;
   }
 
   /**
-   * Takes the lease when it is free or expired, or renews it when this node holds it.
-   * Returns false when another node holds it or won the race.
+   * Takes the lease when it is free or expired (or already this node's, as after a restart under the
+   * same node id). Returns false when another node holds it or won the race.
    */
-  async acquireOrRenew(partition: number): Promise<boolean> {
-    const key = `lease.${partition}`;
-    const value = encode({ nodeId: this.nodeId, expiresAt: this.now() + this.leaseMs } satisfies LeaseRecord);
-    try {
-      const entry = await this.kv.get(key);
-      let revision: number;
-      if (!entry || entry.operation !== 'PUT' || entry.value.length === 0) {
-        revision = entry ? await this.kv.update(key, value, entry.revision) : await this.kv.create(key, value);
-      } else {
-        const lease = decode<LeaseRecord>(entry.value);
-        if (lease.nodeId !== this.nodeId && lease.expiresAt > this.now()) {
-          this.held.delete(partition);
-          return false;
+  acquire(partition: number): Promise<boolean> {
+    return this.serialized(partition, async () => {
+      const key = `lease.${partition}`;
+      const sentAt = this.now();
+      const value = encode({ nodeId: this.nodeId, expiresAt: sentAt + this.leaseMs } satisfies LeaseRecord);
+      try {
+        const entry = await this.kv.get(key);
+        let revision: number;
+        if (!entry || entry.operation !== 'PUT' || entry.value.length === 0) {
+          revision = entry ? await this.kv.update(key, value, entry.revision) : await this.kv.create(key, value);
+        } else {
+          const lease = decode<LeaseRecord>(entry.value);
+          if (lease.nodeId !== this.nodeId && lease.expiresAt > this.now()) return false;
+          revision = await this.kv.update(key, value, entry.revision);
         }
-        revision = await this.kv.update(key, value, entry.revision);
+        this.held.set(partition, { revision, validUntil: sentAt + this.leaseMs - this.marginMs });
+        return true;
+      } catch {
+        // Lost a compare-and-set race, or NATS is unreachable: either way this node does not hold it.
+        return false;
       }
-      this.held.set(partition, revision);
-      return true;
-    } catch {
-      // Lost a compare-and-set race, or NATS is unreachable: either way this node does not hold it.
-      this.held.delete(partition);
-      return false;
-    }
+    });
+  }
+
+  /**
+   * Extends a lease this node holds, by compare-and-set on the revision it last wrote: if anyone
+   * else wrote the key since, the lease is lost. A renewal that gets no answer leaves the lease
+   * held but not extended, so it lapses locally at `validUntil` unless a later renewal succeeds
+   * before then; once lapsed it is `lost` (still held, for `release`).
+   */
+  renew(partition: number): Promise<RenewOutcome> {
+    return this.serialized(partition, async () => {
+      const lease = this.held.get(partition);
+      // A lease that ran out locally stays out: the node has stopped acting for the partition and
+      // must hand it back and take it again (restoring it), never quietly resume.
+      if (!lease || this.now() >= lease.validUntil) return 'lost';
+      const sentAt = this.now();
+      const value = encode({ nodeId: this.nodeId, expiresAt: sentAt + this.leaseMs } satisfies LeaseRecord);
+      try {
+        const revision = await this.kv.update(`lease.${partition}`, value, lease.revision);
+        if (this.held.get(partition) !== lease) return 'lost';
+        // Still ours in KV, but the answer came too late: keep the revision (to release it), not the validity.
+        if (this.now() >= lease.validUntil) {
+          this.held.set(partition, { revision, validUntil: lease.validUntil });
+          return 'lost';
+        }
+        this.held.set(partition, { revision, validUntil: sentAt + this.leaseMs - this.marginMs });
+        return 'renewed';
+      } catch (error) {
+        if (isWrongRevision(error)) {
+          this.held.delete(partition);
+          return 'lost';
+        }
+        return 'unknown';
+      }
+    });
   }
 
   /** Gives a lease up at once (only if still ours), so the next owner need not wait for expiry. */
-  async release(partition: number): Promise<void> {
-    const revision = this.held.get(partition);
-    this.held.delete(partition);
-    if (revision === undefined) return;
-    try {
-      await this.kv.update(`lease.${partition}`, new Uint8Array(0), revision);
-    } catch {
-      // Someone else already holds it, or it expired and was taken: nothing of ours to release.
-    }
+  release(partition: number): Promise<void> {
+    return this.serialized(partition, async () => {
+      const lease = this.held.get(partition);
+      this.held.delete(partition);
+      if (lease === undefined) return;
+      try {
+        await this.kv.update(`lease.${partition}`, new Uint8Array(0), lease.revision);
+      } catch {
+        // Someone else already holds it, or it expired and was taken: nothing of ours to release.
+      }
+    });
   }
+}
+
+/** JetStream's "wrong last sequence" (API error 10071): the key was written by someone else since. */
+function isWrongRevision(error: unknown): boolean {
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  return code === 10071 || /wrong last sequence/i.test(String(message));
 }

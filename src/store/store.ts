@@ -118,6 +118,9 @@ export class HooklineStore {
   private readonly maxDataBytes: number;
   private quotaCheckedAt = 0;
   private overQuota = false;
+  private overLimit = false;
+  private diskTight = false;
+  private diskFull = false;
 
   constructor(options: StoreOptions) {
     installCommitFailureGuard();
@@ -144,8 +147,11 @@ export class HooklineStore {
     if (now - this.quotaCheckedAt >= QUOTA_CHECK_INTERVAL_MS) {
       this.quotaCheckedAt = now;
       const stats = this.root.getStats() as { lastPageNumber: number; pageSize: number };
-      const overLimit = this.maxDataBytes > 0 && stats.lastPageNumber * stats.pageSize >= this.maxDataBytes;
-      this.overQuota = overLimit || this.diskAtReserve();
+      this.overLimit = this.maxDataBytes > 0 && stats.lastPageNumber * stats.pageSize >= this.maxDataBytes;
+      this.overQuota = this.overLimit || this.diskAtReserve();
+    } else if (this.diskTight) {
+      // Close to the reserve, 250 ms of ingest could overshoot it: read the free space every time.
+      this.overQuota = this.overLimit || this.diskAtReserve();
     }
     return this.overQuota;
   }
@@ -153,10 +159,13 @@ export class HooklineStore {
   private diskAtReserve(): boolean {
     try {
       const { bavail, bsize, blocks } = statfsSync(this.path);
-      return bavail * bsize < Math.min(DISK_RESERVE_MAX_BYTES, blocks * bsize * DISK_RESERVE_FRACTION);
+      const reserve = Math.min(DISK_RESERVE_MAX_BYTES, blocks * bsize * DISK_RESERVE_FRACTION);
+      this.diskTight = bavail * bsize < 4 * reserve;
+      this.diskFull = bavail * bsize < reserve;
     } catch {
-      return false;
+      // No reading (a filesystem without statfs, a transient error): the last one stands.
     }
+    return this.diskFull;
   }
 
   // Projects and keys -------------------------------------------------------------------------
@@ -232,7 +241,22 @@ export class HooklineStore {
     } catch (error) {
       throw await this.commitFailureCause(error);
     }
-    if (this.replicator) await Promise.all([this.replicator.event(projectId, event), delivery ? this.replicator.delivery(projectId, delivery) : null]);
+    if (this.replicator) {
+      try {
+        await Promise.all([this.replicator.event(projectId, event), delivery ? this.replicator.delivery(projectId, delivery) : null]);
+      } catch (error) {
+        // Not replicated, so not accepted: take it back, or the sender's retry would be answered as a
+        // repeat of an event that the next owner of the partition would never know about.
+        await observed(this.root.transaction(() => {
+          this.events.remove([projectId, event.id]);
+          if (delivery) {
+            this.deliveries.remove([projectId, delivery.id]);
+            this.deliveriesByStatus.remove([projectId, delivery.status, delivery.id]);
+          }
+        })).catch(() => {});
+        throw error;
+      }
+    }
   }
 
   /** Resolves once every commit so far is on disk: the flush, or failing that in time, an explicit sync. */
@@ -281,15 +305,25 @@ export class HooklineStore {
     if (this.replicator) await Promise.all([this.replicator.event(projectId, event), this.replicator.delivery(projectId, delivery)]);
   }
 
-  /** Stores a record from another node's changelog over whatever this node had (cluster takeover). */
+  /**
+   * Stores a record from the changelog over whatever this node had (cluster takeover), unless this
+   * node's copy is newer: a node that owned the partition before may hold a later version whose
+   * append never reached the changelog, and a restore must never move a record back in time. A
+   * delivery's transitions and an event's delivery ids only ever grow; a webhook carries `updatedAt`.
+   */
   async restoreRecord(projectId: string, restored: RestoredRecord): Promise<void> {
     await observed(this.root.transaction(() => {
       if (restored.kind === 'webhook') {
+        const previous = this.webhooks.get(projectId);
+        if (previous && previous.updatedAt > restored.record.updatedAt) return;
         this.webhooks.put(projectId, restored.record);
       } else if (restored.kind === 'event') {
+        const previous = this.events.get([projectId, restored.record.id]);
+        if (previous && previous.deliveryIds.length > restored.record.deliveryIds.length) return;
         this.events.put([projectId, restored.record.id], restored.record);
       } else {
         const previous = this.deliveries.get([projectId, restored.record.id]);
+        if (previous && previous.transitions.length > restored.record.transitions.length) return;
         if (previous) this.deliveriesByStatus.remove([projectId, previous.status, previous.id]);
         this.putNewDelivery(projectId, restored.record);
       }

@@ -67,16 +67,23 @@ function parseLine(line: string): Record<string, unknown> | null {
   }
 }
 
+export interface ChildNodeOptions {
+  /** Extra arguments after `serve`, e.g. `['--cluster']`. @default none */
+  args?: string[];
+  /** How long the node may take to log that it is serving. @default 10000 */
+  startTimeoutMs?: number;
+}
+
 /**
  * Starts `hookline serve` on `dataDir` with port 0 and the given HOOKLINE_* settings (the parent's
  * HOOKLINE_* variables are not inherited), and resolves once it logs that it is serving.
  */
-export async function startChildNode(dataDir: string, settings: Record<string, string>): Promise<ChildNode> {
+export async function startChildNode(dataDir: string, settings: Record<string, string>, options: ChildNodeOptions = {}): Promise<ChildNode> {
   const environment: Record<string, string> = {};
   for (const [name, value] of Object.entries(process.env)) if (!name.startsWith('HOOKLINE_') && value !== undefined) environment[name] = value;
   Object.assign(environment, { HOOKLINE_HOST: '127.0.0.1', HOOKLINE_PORT: '0', HOOKLINE_DATA_DIR: dataDir, HOOKLINE_LOG_LEVEL: 'info', ...settings });
 
-  const child = spawn(process.execPath, [ENTRY, 'serve'], { cwd: ROOT, env: environment, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [ENTRY, 'serve', ...(options.args ?? [])], { cwd: ROOT, env: environment, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: string[] = [];
   let stderr = '';
   let pending = '';
@@ -109,7 +116,7 @@ export async function startChildNode(dataDir: string, settings: Record<string, s
     );
 
   try {
-    const serving = await waitForLog(/^hookline is serving$/);
+    const serving = await waitForLog(/^hookline is serving$/, options.startTimeoutMs);
     const errorLogs = () => lines.map(parseLine).filter((record): record is Record<string, unknown> => record !== null && Number(record.level) >= 50);
     return { url: String(serving.url), process: child, lines, exited, waitForLog, errorLogs };
   } catch (error) {

@@ -62,7 +62,7 @@ function sendHtml(reply: FastifyReply, status: number, html: string): FastifyRep
   return reply.status(status).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(html);
 }
 
-export function registerDashboardRoutes(app: FastifyInstance, { engine }: HttpDeps, options: DashboardOptions = {}): void {
+export function registerDashboardRoutes(app: FastifyInstance, { engine, cluster }: HttpDeps, options: DashboardOptions = {}): void {
   const root = options.root ?? DEFAULT_UI_ROOT;
   let deliverySvg: string | null = null;
 
@@ -91,9 +91,10 @@ export function registerDashboardRoutes(app: FastifyInstance, { engine }: HttpDe
 
     ui.post('/ui/log', async (request, reply) => {
       const form = readLogForm(request.body);
-      const projectId = form.apiKey ? engine.authenticate(form.apiKey) : null;
+      let projectId = form.apiKey ? engine.authenticate(form.apiKey) : null;
+      if (!projectId && form.apiKey && cluster) projectId = await cluster.authenticate(form.apiKey);
       if (!projectId) return sendHtml(reply, 401, renderLogPage({ form: { ...form, apiKey: '' }, error: 'That API key was not accepted. Check it and try again.' }));
-      const query = deliveryListQuery.safeParse({
+      const filters: Record<string, string> = {
         ...(form.status ? { status: form.status } : {}),
         ...(form.eventType ? { eventType: form.eventType } : {}),
         ...(form.eventId ? { eventId: form.eventId } : {}),
@@ -101,10 +102,20 @@ export function registerDashboardRoutes(app: FastifyInstance, { engine }: HttpDe
         ...(form.until ? { until: utcFromLocalInput(form.until) } : {}),
         ...(form.limit ? { limit: form.limit } : {}),
         ...(form.cursor ? { cursor: form.cursor } : {}),
-      });
+      };
+      const query = deliveryListQuery.safeParse(filters);
       if (!query.success) {
         const problems = query.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ');
         return sendHtml(reply, 400, renderLogPage({ form, error: `Check the filters: ${problems}` }));
+      }
+      if (cluster && !cluster.ownsProject(projectId)) {
+        // In a cluster the project's log is the owner's: ask it, as the /v1 route would.
+        const answer = await cluster
+          .forward(projectId, { method: 'GET', url: `/v1/logs/webhook-deliveries?${new URLSearchParams(filters).toString()}`, headers: { authorization: `Bearer ${form.apiKey}` }, body: null })
+          .catch(() => null);
+        if (answer?.statusCode !== 200) return sendHtml(reply, 503, renderLogPage({ form, error: 'The node holding this project\'s log did not answer (the cluster may be moving it). Try again in a moment.' }));
+        const page = JSON.parse(answer.body) as { data: ReturnType<typeof presentDelivery>[]; nextCursor: string | null };
+        return sendHtml(reply, 200, renderLogPage({ form, rows: page.data, nextCursor: page.nextCursor }));
       }
       const page = queryDeliveries(engine.store, projectId, query.data);
       return sendHtml(reply, 200, renderLogPage({ form, rows: page.data.map(presentDelivery), nextCursor: page.nextCursor }));

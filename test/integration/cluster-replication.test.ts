@@ -1,0 +1,91 @@
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { HooklineStore } from '../../src/store/store.js';
+import type { StoreReplicator } from '../../src/store/store.js';
+import type { DeliveryRecord, EventRecord, WebhookRecord } from '../../src/store/records.js';
+import { startReceiver } from '../helpers/receiver.js';
+import { configureReceiver, startTestHookline } from '../helpers/hookline.js';
+import { makeTempDir } from '../helpers/temp-dir.js';
+
+/**
+ * The store's side of cluster replication, in process: an ingest counts as accepted only once its
+ * changelog append succeeded, and a takeover's restore never moves a record back in time.
+ */
+
+/** A replicator that records what it is given and fails the next `failures` event appends. */
+function recordingReplicator(failures: number): StoreReplicator & { events: string[] } {
+  const events: string[] = [];
+  return {
+    events,
+    async project() {},
+    async delivery() {},
+    async webhook() {},
+    async event(_projectId: string, record: EventRecord) {
+      if (failures > 0) {
+        failures--;
+        throw new Error('changelog append timed out');
+      }
+      events.push(record.id);
+    },
+  };
+}
+
+describe('replication of an ingest', () => {
+  it('an event whose changelog append fails is not kept: the sender\'s retry is accepted anew and replicated, not answered as a repeat', async () => {
+    const hookline = await startTestHookline();
+    const receiver = await startReceiver();
+    await configureReceiver(hookline, receiver);
+    const replicator = recordingReplicator(1);
+    hookline.node.engine.store.replicator = replicator;
+
+    const event = { id: 'evt_unreplicated', type: 'service.trigger.event', data: { n: 1 } };
+    const first = await hookline.api('POST', '/v1/events', { body: event });
+    expect(first.status).toBe(503);
+    expect(hookline.node.engine.store.getEvent('default', 'evt_unreplicated')).toBeUndefined();
+
+    const retry = await hookline.api('POST', '/v1/events', { body: event });
+    expect(retry.status).toBe(202);
+    expect(retry.body.deliveryId).toMatch(/^dlv_/);
+    expect(replicator.events).toEqual(['evt_unreplicated']);
+    const deliveries = (await hookline.api('GET', '/v1/logs/webhook-deliveries')).body.data as Array<{ id: string }>;
+    expect(deliveries.map((delivery) => delivery.id)).toEqual([retry.body.deliveryId]);
+  });
+});
+
+describe('restore from the changelog', () => {
+  const delivery = (transitions: number, status: DeliveryRecord['status']): DeliveryRecord => ({
+    id: 'dlv_01M80000000000000000000000',
+    eventId: 'evt_1',
+    eventType: 'service.trigger.event',
+    status,
+    attempts: transitions,
+    roundAttempts: transitions,
+    roundSize: 5,
+    nextAttemptAt: null,
+    createdAt: 1,
+    updatedAt: transitions,
+    attemptLog: [],
+    transitions: Array.from({ length: transitions }, (_, i) => ({ from: null, to: 'pending' as const, event: 'CREATED' as const, at: i })),
+  });
+  const webhook = (updatedAt: number): WebhookRecord => ({ callbackUrl: `https://example.com/${updatedAt}`, state: 'active', eventTypes: ['service.trigger.event'], createdAt: 1, updatedAt, secrets: [], failingSince: null, disabledAt: null, disabledReason: null });
+
+  it('keeps this node\'s copy when it is newer than the changelog\'s, and takes the changelog\'s otherwise', async () => {
+    const dir = makeTempDir();
+    const store = new HooklineStore({ path: dir.path });
+    onTestFinished(async () => {
+      await store.close();
+      dir.remove();
+    });
+    await store.restoreRecord('p', { kind: 'delivery', record: delivery(4, 'retrying') });
+    await store.restoreRecord('p', { kind: 'delivery', record: delivery(3, 'delivering') });
+    expect(store.getDelivery('p', 'dlv_01M80000000000000000000000')!.transitions).toHaveLength(4);
+    await store.restoreRecord('p', { kind: 'delivery', record: delivery(6, 'succeeded') });
+    expect(store.getDelivery('p', 'dlv_01M80000000000000000000000')!.status).toBe('succeeded');
+    // The status index follows the record kept.
+    expect([...store.deliveryIdsByStatus('p', 'retrying')]).toEqual([]);
+    expect([...store.deliveryIdsByStatus('p', 'succeeded')]).toEqual(['dlv_01M80000000000000000000000']);
+
+    await store.restoreRecord('p', { kind: 'webhook', record: webhook(20) });
+    await store.restoreRecord('p', { kind: 'webhook', record: webhook(10) });
+    expect(store.getWebhook('p')!.updatedAt).toBe(20);
+  });
+});
