@@ -26,47 +26,20 @@
 //      (64), BENCH_FAILOVER_RATE (300), BENCH_LEASES (2s,5s), BENCH_SKIP (throughput,failover),
 //      BENCH_KEEP=1 (keep temp dirs with each node's log). HOOKLINE_* variables reach the nodes.
 // Smoke run: BENCH_N=1000 BENCH_WARMUP=200 BENCH_NODES=1,2 BENCH_LEASES=2s npm run bench:cluster
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { countReceipt, cpuSeconds, drive, freePort, launch as launchChild, listenReceiver, nowMs, num, request as requestWith, sleep, stopChild, waitFor as waitForWith } from './lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
 const env = process.env;
-const num = (name, fallback) => (env[name] === undefined || env[name] === '' ? fallback : Number(env[name]));
 const list = (name, fallback) => (env[name] ?? fallback).split(',').map((s) => s.trim()).filter(Boolean);
-const nowMs = () => performance.timeOrigin + performance.now();
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const EVENT_BYTES = 1024;
 const PAD = 'x'.repeat(EVENT_BYTES - 330);
-
-/** Runs `send(i)` for i < n: closed loop with `inFlight` workers (rate 0), or open loop at `rate`/s (n = Infinity until `until()`). */
-async function drive(n, rate, inFlight, send, until = () => false) {
-  let next = 0;
-  if (rate > 0) {
-    const pending = new Set();
-    const t0 = nowMs();
-    while (next < n && !until()) {
-      while (next < n && t0 + (next * 1000) / rate <= nowMs()) {
-        const p = send(next++);
-        pending.add(p);
-        p.finally(() => pending.delete(p));
-      }
-      await sleep(Math.max(1, t0 + (next * 1000) / rate - nowMs()));
-    }
-    await Promise.all(pending);
-  } else {
-    const worker = async () => {
-      while (next < n) await send(next++);
-    };
-    await Promise.all(Array.from({ length: inFlight }, worker));
-  }
-}
 
 // Party: JetStream publisher (partitioned subjects) -----------------------------------------------
 
@@ -95,7 +68,7 @@ async function publisherMain() {
         await sleep(50);
       }
     }
-  }, () => stop);
+  }, { until: () => stop, minSleepMs: 1 });
   await nc.drain();
   process.stdout.write(`${JSON.stringify({ accepted, errors, first_send_at: firstSendAt })}\n`);
 }
@@ -166,19 +139,12 @@ async function receiverMain() {
         return;
       }
       const text = Buffer.concat(chunks).toString('latin1');
-      const eventId = /"id":"(evt_[^"]+)"/.exec(text)?.[1];
-      if (s.ids.has(eventId)) s.duplicates++;
-      else s.ids.add(eventId);
-      s.received++;
-      if (!s.firstAt) s.firstAt = t;
-      s.lastAt = t;
+      countReceipt(s, text, t);
       if (env.TRACK === '1') s.byProject.push([t, /"projectId":"([^"]+)"/.exec(text)?.[1]]);
       res.writeHead(204).end();
     });
   });
-  server.keepAliveTimeout = 60_000;
-  server.listen(Number(env.PORT), '127.0.0.1');
-  process.on('SIGTERM', () => process.exit(0));
+  listenReceiver(server, Number(env.PORT));
 }
 
 // Orchestration ----------------------------------------------------------------------------------
@@ -205,77 +171,14 @@ const tempDirs = new Set();
 let nc = null;
 
 function launch(args, { extraEnv = {}, logFile = null } = {}) {
-  let out = '';
-  const fd = logFile ? openSync(logFile, 'a') : null;
-  const cp = spawn(process.execPath, args, { cwd: root, env: { ...env, ...extraEnv }, stdio: fd === null ? ['ignore', 'pipe', 'pipe'] : ['ignore', fd, fd] });
-  if (fd !== null) closeSync(fd);
-  children.add(cp);
-  cp.stdout?.on('data', (d) => (out += d));
-  cp.stderr?.on('data', (d) => (out += d));
-  cp.output = () => out;
-  cp.exited = new Promise((resolve) => cp.on('exit', (code, signal) => {
-    children.delete(cp);
-    resolve({ code, signal });
-  }));
-  return cp;
+  return launchChild(process.execPath, args, { cwd: root, extraEnv, logFile, children });
 }
 
-async function stopChild(cp, signal = 'SIGTERM') {
-  if (!cp || cp.exitCode !== null || cp.signalCode !== null) return;
-  cp.kill(signal);
-  const done = await Promise.race([cp.exited.then(() => true), sleep(30_000).then(() => false)]);
-  if (!done) {
-    cp.kill('SIGKILL');
-    await cp.exited;
-  }
-}
+/** The shared request helper with this bench's 15 s timeout. */
+const request = (method, url, options = {}) => requestWith(method, url, { timeoutMs: 15_000, ...options });
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function request(method, url, { body, key } = {}) {
-  const headers = {};
-  if (key) headers.authorization = `Bearer ${key}`;
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(15_000) });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${url} -> ${res.status} ${text.slice(0, 300)}`);
-  return text ? JSON.parse(text) : null;
-}
-
-/** CPU seconds (user + system) a process has used so far, from /proc. */
-function cpuSeconds(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return Number.NaN;
-  }
-}
-
-async function waitFor(what, check, { timeoutMs, intervalMs = 50 }) {
-  const deadline = Date.now() + timeoutMs;
-  let lastError = null;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value) return value;
-    } catch (error) {
-      lastError = error;
-    }
-    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${timeoutMs} ms${lastError ? ` (${lastError.message})` : ''}`);
-    await sleep(intervalMs);
-  }
-}
+/** The shared waitFor; a timeout names the last error the check threw. */
+const waitFor = (what, check, options) => waitForWith(what, check, { ...options, showLastError: true });
 
 /** A fresh cluster of `count` nodes with a receiver and BENCH_PROJECTS configured projects. */
 async function startCluster(label, count, lease) {

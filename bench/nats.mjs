@@ -23,55 +23,22 @@
 //      of: latency, throughput), BENCH_WARMUP (2000), BENCH_PROFILE=1 (--cpu-prof on the Hookline child, kept with the
 //      logs), BENCH_KEEP=1 (keep temp dirs and logs). HOOKLINE_* variables reach the serve processes.
 // Smoke run: BENCH_N=2000 BENCH_ROUNDS=1 BENCH_RATE_SECONDS=2 npm run bench:nats
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { countReceipt, cpuSeconds, drive, eventPadding as padTo, freePort, launch as launchChild, listenReceiver, nowMs, num, quantile as quantileOf, request, serveEnv, sleep, stopChild, waitFor } from './lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
 const env = process.env;
-const num = (name, fallback) => (env[name] === undefined || env[name] === '' ? fallback : Number(env[name]));
-const nowMs = () => performance.timeOrigin + performance.now();
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const quantile = (sorted, p) => (sorted.length ? Number(sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))].toFixed(2)) : null);
+const quantile = (sorted, p) => quantileOf(sorted, p, 2);
 const EVENT_BYTES = num('EVENT_BYTES', 1024);
 
 /** `{"type":…,"data":{"sentAt":…,"seq":…,"pad":"xx…"}}` sized so Hookline's envelope is ~EVENT_BYTES. */
-function eventPadding() {
-  const sample = JSON.stringify({
-    version: 'v1', id: 'evt_0000000000AAAAAAAAAAAAAAAA', type: 'service.trigger.event', metadata: {},
-    data: { sentAt: Number(nowMs().toFixed(3)), seq: 0, pad: '' }, timestamp: '2026-01-01T00:00:00.000+00:00',
-  });
-  return 'x'.repeat(Math.max(0, EVENT_BYTES - sample.length - 6));
-}
-
-/** Runs `send(i)` for i < n: closed loop with `inFlight` workers (rate 0), or open loop at `rate`/s. */
-async function drive(n, rate, inFlight, send) {
-  let next = 0;
-  if (rate > 0) {
-    const pending = new Set();
-    const t0 = nowMs();
-    while (next < n) {
-      while (next < n && t0 + (next * 1000) / rate <= nowMs()) {
-        const p = send(next++);
-        pending.add(p);
-        p.finally(() => pending.delete(p));
-      }
-      if (next < n) await sleep(Math.max(0, t0 + (next * 1000) / rate - nowMs()));
-    }
-    await Promise.all(pending);
-  } else {
-    const worker = async () => {
-      while (next < n) await send(next++);
-    };
-    await Promise.all(Array.from({ length: inFlight }, worker));
-  }
-}
+const eventPadding = () => padTo(EVENT_BYTES);
 
 /** Producer bookkeeping shared by publisher and loadgen; prints one JSON line at the end. */
 function producerReport() {
@@ -197,12 +164,7 @@ async function receiverMain() {
         return;
       }
       const text = body.toString('latin1');
-      const eventId = /"id":"(evt_[^"]+)"/.exec(text)?.[1];
-      if (s.ids.has(eventId)) s.duplicates++;
-      else s.ids.add(eventId);
-      s.received++;
-      if (!s.firstAt) s.firstAt = t;
-      s.lastAt = t;
+      countReceipt(s, text, t);
       const at = text.indexOf(SENT_AT);
       if (at >= 0) s.lat.push(t - Number.parseFloat(text.slice(at + SENT_AT.length, at + SENT_AT.length + 24)));
       if (secret && s.received % 100 === 1) {
@@ -215,9 +177,7 @@ async function receiverMain() {
       res.writeHead(204).end();
     });
   });
-  server.keepAliveTimeout = 60_000;
-  server.listen(Number(env.PORT), '127.0.0.1');
-  process.on('SIGTERM', () => process.exit(0));
+  listenReceiver(server, Number(env.PORT));
 }
 
 // Orchestration ----------------------------------------------------------------------------------
@@ -243,75 +203,7 @@ const streams = new Set();
 let nc = null;
 
 function launch(args, { extraEnv = {}, logFile = null, nodeArgs = [] } = {}) {
-  let out = '';
-  const fd = logFile ? openSync(logFile, 'a') : null;
-  const cp = spawn(process.execPath, [...nodeArgs, ...args], { cwd: root, env: { ...env, ...extraEnv }, stdio: fd === null ? ['ignore', 'pipe', 'pipe'] : ['ignore', fd, fd] });
-  if (fd !== null) closeSync(fd);
-  children.add(cp);
-  cp.stdout?.on('data', (d) => (out += d));
-  cp.stderr?.on('data', (d) => (out += d));
-  cp.output = () => out;
-  cp.exited = new Promise((resolve) => cp.on('exit', (code, signal) => {
-    children.delete(cp);
-    resolve({ code, signal });
-  }));
-  return cp;
-}
-
-async function stopChild(cp) {
-  if (!cp || cp.exitCode !== null || cp.signalCode !== null) return;
-  cp.kill('SIGTERM');
-  const done = await Promise.race([cp.exited.then(() => true), sleep(30_000).then(() => false)]);
-  if (!done) {
-    cp.kill('SIGKILL');
-    await cp.exited;
-  }
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function request(method, url, { body, key } = {}) {
-  const headers = {};
-  if (key) headers.authorization = `Bearer ${key}`;
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(10_000) });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${url} -> ${res.status} ${text.slice(0, 300)}`);
-  return text ? JSON.parse(text) : null;
-}
-
-async function waitFor(what, check, { timeoutMs, intervalMs = 50, child = null }) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (child && (child.exitCode !== null || child.signalCode !== null)) throw new Error(`${what}: process exited (${child.exitCode ?? child.signalCode})`);
-    try {
-      const value = await check();
-      if (value) return value;
-    } catch {
-      // not yet
-    }
-    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${timeoutMs} ms`);
-    await sleep(intervalMs);
-  }
-}
-
-function cpuSeconds(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return Number.NaN;
-  }
+  return launchChild(process.execPath, [...nodeArgs, ...args], { cwd: root, extraEnv, logFile, children });
 }
 
 /** A receiver and a Hookline (NATS-fed when `names` is given), webhook configured, on a fresh dir. */
@@ -327,11 +219,7 @@ async function startPair(label, names) {
   const node = launch([SERVE_JS, 'serve'], {
     nodeArgs: PROFILE ? ['--cpu-prof', '--cpu-prof-dir', path.join(dir, 'profile')] : [],
     extraEnv: {
-      HOOKLINE_DATA_DIR: path.join(dir, 'data'),
-      HOOKLINE_PORT: String(port),
-      HOOKLINE_HOST: '127.0.0.1',
-      HOOKLINE_API_KEY: API_KEY,
-      HOOKLINE_ALLOW_PRIVATE_NETWORKS: '1',
+      ...serveEnv({ dataDir: path.join(dir, 'data'), port, apiKey: API_KEY }),
       HOOKLINE_LOG_LEVEL: env.HOOKLINE_LOG_LEVEL ?? 'warn',
       // The embedded path is measured without the per-project API rate limit (NATS has none).
       HOOKLINE_RATE_LIMIT: env.HOOKLINE_RATE_LIMIT ?? '0',

@@ -38,17 +38,17 @@
 // HOOKLINE_* variables in the environment reach the serve processes; the bench sets the data dir,
 // port, host, API key and HOOKLINE_ALLOW_PRIVATE_NETWORKS=1 itself.
 // Smoke run: BENCH_N=2000 BENCH_ROUNDS=1 BENCH_RATE_SECONDS=2 BENCH_RETRYING=2000 BENCH_CEILING_SECONDS=2 npm run bench
-import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cpuSeconds, freePort, killTree, launch as launchChild, metricValue, nowMs, num, procMemory, request, serveEnv, sleep, stopChild, waitFor } from './lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
 const env = process.env;
-const num = (name, fallback) => (env[name] === undefined || env[name] === '' ? fallback : Number(env[name]));
 const N = num('BENCH_N', 50_000);
 const ROUNDS = num('BENCH_ROUNDS', 3);
 const CONCURRENCY = num('BENCH_CONCURRENCY', 64);
@@ -73,8 +73,6 @@ const TARGETS = {
   restartS: 3, // restart -> resumed with 100,000 live
 };
 
-const nowMs = () => performance.timeOrigin + performance.now();
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const log = (...parts) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${parts.join(' ')}\n`);
 
 // Preconditions --------------------------------------------------------------------------------
@@ -93,15 +91,6 @@ for (const needed of [SERVE_JS, path.join(root, 'dist', 'sdk', 'index.js')]) {
 const children = new Set();
 const tempDirs = new Set();
 let cleaned = false;
-
-function killTree(cp, signal = 'SIGTERM') {
-  if (cp.exitCode !== null || cp.signalCode !== null) return;
-  try {
-    process.kill(-cp.pid, signal); // each child leads its own process group (detached)
-  } catch {
-    try { cp.kill(signal); } catch { /* gone */ }
-  }
-}
 
 function cleanupSync() {
   if (cleaned) return;
@@ -127,78 +116,15 @@ function tempDir(label) {
 
 /** Spawns a child in its own process group; stdout/stderr go to `logFile` (or are collected when null). */
 function launch(command, args, { cwd = root, extraEnv = {}, logFile = null } = {}) {
-  let out = '';
-  let stdio = ['ignore', 'pipe', 'pipe'];
-  let fd = null;
-  if (logFile) {
-    fd = openSync(logFile, 'a');
-    stdio = ['ignore', fd, fd];
-  }
-  const cp = spawn(command, args, { cwd, env: { ...env, ...extraEnv }, stdio, detached: true });
-  if (fd !== null) closeSync(fd);
-  children.add(cp);
-  cp.output = () => out;
-  if (!logFile) {
-    cp.stdout.on('data', (d) => { out += d; });
-    cp.stderr.on('data', (d) => { out += d; if (env.BENCH_VERBOSE) process.stderr.write(d); });
-  }
-  cp.exited = new Promise((resolve) => cp.on('exit', (code, signal) => { children.delete(cp); resolve({ code, signal }); }));
-  return cp;
+  return launchChild(command, args, { cwd, extraEnv, logFile, children, detached: true, echoStderr: !!env.BENCH_VERBOSE });
 }
 
-async function stopChild(cp, { timeoutMs = 30_000 } = {}) {
-  if (!cp || cp.exitCode !== null || cp.signalCode !== null) return;
-  killTree(cp, 'SIGTERM');
-  const done = await Promise.race([cp.exited.then(() => true), sleep(timeoutMs).then(() => false)]);
-  if (!done) { killTree(cp, 'SIGKILL'); await cp.exited; }
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function http(method, url, { body, key, timeoutMs = 10_000 } = {}) {
-  const headers = {};
-  if (key) headers.authorization = `Bearer ${key}`;
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${url} -> ${res.status} ${text.slice(0, 300)}`);
-  return text && res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text;
-}
-
-async function waitFor(what, check, { timeoutMs, intervalMs = 50, child = null }) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (child && (child.exitCode !== null || child.signalCode !== null)) throw new Error(`${what}: process exited (${child.exitCode ?? child.signalCode})`);
-    try {
-      const value = await check();
-      if (value) return value;
-    } catch { /* not yet */ }
-    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${timeoutMs} ms`);
-    await sleep(intervalMs);
-  }
-}
+/** GET/POST/PUT with the shared request helper, answers parsed by content-type (JSON or text). */
+const http = (method, url, options = {}) => request(method, url, { ...options, parse: 'auto' });
 
 /** utime + stime of a process in seconds, and its VmRSS / VmHWM in MB (Linux /proc). */
 function procStats(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const cpuS = (Number(fields[11]) + Number(fields[12])) / 100; // CLK_TCK = 100 on Linux x64
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kb = (name) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
-    return { cpuS, rssMb: kb('VmRSS') / 1024, hwmMb: kb('VmHWM') / 1024, anonMb: kb('RssAnon') / 1024, fileMb: kb('RssFile') / 1024 };
-  } catch {
-    return { cpuS: NaN, rssMb: NaN, hwmMb: NaN, anonMb: NaN, fileMb: NaN };
-  }
+  return { cpuS: cpuSeconds(pid), ...procMemory(pid) };
 }
 
 /** Jiffies of the whole machine (all cores): busy and total, from the first line of /proc/stat. */
@@ -287,11 +213,6 @@ function dirSizeMb(dir) {
   return bytes / 2 ** 20;
 }
 
-function metricValue(text, name) {
-  const match = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm').exec(text);
-  return match ? Number(match[1]) : NaN;
-}
-
 // Hookline node, receiver, load generator ------------------------------------------------------
 
 async function startReceiver(dir, { status = 204 } = {}) {
@@ -308,11 +229,7 @@ async function startHookline(dir, { dataDir, port, extraEnv = {}, logName = 'hoo
   const profile = env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(env.BENCH_PROFILE_DIR)}`] : [];
   const cp = launch(process.execPath, [...profile, SERVE_JS, 'serve'], {
     extraEnv: {
-      HOOKLINE_DATA_DIR: dataDir,
-      HOOKLINE_PORT: String(port),
-      HOOKLINE_HOST: '127.0.0.1',
-      HOOKLINE_API_KEY: API_KEY,
-      HOOKLINE_ALLOW_PRIVATE_NETWORKS: '1',
+      ...serveEnv({ dataDir, port, apiKey: API_KEY }),
       ...extraEnv,
     },
     logFile: path.join(dir, logName),
@@ -404,8 +321,8 @@ async function hooklineThroughput(round) {
       timedOut: !!s.timedOut,
     };
   } finally {
-    await stopChild(node);
-    await stopChild(receiver.cp);
+    await stopChild(node, { group: true });
+    await stopChild(receiver.cp, { group: true });
   }
 }
 
@@ -426,8 +343,8 @@ async function hooklineLatency() {
     const s = await waitDelivered(receiver, n, node, { timeoutMs: 120_000 });
     return { n, received: s.received, p50: s.p50_ms, p90: s.p90_ms, p99: s.p99_ms, max: s.max_ms, ackP50: ingest.ack_p50_ms, ackP99: ingest.ack_p99_ms, achievedRate: ingest.ingest_per_s, badSignatures: s.bad_signatures, verified: s.verified };
   } finally {
-    await stopChild(node);
-    await stopChild(receiver.cp);
+    await stopChild(node, { group: true });
+    await stopChild(receiver.cp, { group: true });
   }
 }
 
@@ -467,7 +384,7 @@ async function hooklineRetrying() {
     // Restart on the same data dir.
     const port = node.url.split(':').pop();
     const stopT0 = performance.now();
-    await stopChild(node, { timeoutMs: 60_000 });
+    await stopChild(node, { timeoutMs: 60_000, group: true });
     result.stopS = (performance.now() - stopT0) / 1000;
     result.stopExit = node.exitCode;
     node = await startHookline(dir, { dataDir, port: Number(port), extraEnv: retryEnv, logName: 'hookline-2.log' });
@@ -489,8 +406,8 @@ async function hooklineRetrying() {
     result.rssAfterMb = result.after.rssMb;
     return result;
   } finally {
-    await stopChild(node);
-    await stopChild(receiver.cp);
+    await stopChild(node, { group: true });
+    await stopChild(receiver.cp, { group: true });
   }
 }
 

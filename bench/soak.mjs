@@ -30,16 +30,14 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { freePort, metricValue as metric, num, procMemory, serveEnv, sleep } from './lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
 const env = process.env;
-const num = (name, fallback) => (env[name] === undefined || env[name] === '' ? fallback : Number(env[name]));
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const fmt = (value, digits = 0) => (value === null || value === undefined || Number.isNaN(value) ? '-' : Number(value).toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }));
 
 // ---------------------------------------------------------------------------------------------
@@ -97,23 +95,10 @@ function runReceivers() {
 // Helpers for the driver.
 // ---------------------------------------------------------------------------------------------
 
-async function freePort() {
-  const server = net.createServer();
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 /** VmRSS of a process and its anonymous and file-backed parts (LMDB's map is file-backed), in MB (Linux /proc). */
 function memoryOf(pid) {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kb = (name) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? Number.NaN) / 1024;
-    return { rss: kb('VmRSS'), anon: kb('RssAnon'), file: kb('RssFile') };
-  } catch {
-    return { rss: Number.NaN, anon: Number.NaN, file: Number.NaN };
-  }
+  const { rssMb, anonMb, fileMb } = procMemory(pid);
+  return { rss: rssMb, anon: anonMb, file: fileMb };
 }
 
 /** The 1-minute load average (the machine may be shared), NaN when unreadable. */
@@ -144,12 +129,6 @@ async function startHookline(settings, logPath) {
     if (ok) return { child, exited, url, startedAt: Date.now() };
     if (Date.now() > deadline) throw new Error(`hookline did not answer /healthz within 30 s; see ${logPath}`);
   }
-}
-
-/** One Prometheus sample value, or NaN. */
-function metric(text, name) {
-  const match = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm').exec(text);
-  return match ? Number(match[1]) : Number.NaN;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -269,12 +248,8 @@ async function runSoak() {
   const adminKey = `soak-admin-${randomBytes(12).toString('hex')}`;
   const port = await freePort();
   const settings = {
-    HOOKLINE_HOST: '127.0.0.1',
-    HOOKLINE_PORT: String(port),
-    HOOKLINE_DATA_DIR: path.join(work, 'data'),
-    HOOKLINE_API_KEY: `soak-default-${tag}`,
+    ...serveEnv({ dataDir: path.join(work, 'data'), port, apiKey: `soak-default-${tag}` }),
     HOOKLINE_ADMIN_KEY: adminKey,
-    HOOKLINE_ALLOW_PRIVATE_NETWORKS: '1',
     HOOKLINE_RETRY_SCHEDULE: '0,100ms,500ms,1s',
     HOOKLINE_DELIVERY_TIMEOUT: '1s',
     HOOKLINE_NATS_URL: NATS_URL,

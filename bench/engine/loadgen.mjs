@@ -8,6 +8,7 @@
 // Env: TARGET (http://127.0.0.1:port), API_KEY, N, CONCURRENCY (64), RATE (0), EVENT_BYTES (1024)
 // Last stdout line: one JSON object (see `report` below).
 import { Pool } from 'undici';
+import { drive, eventPadding, nowMs, quantile } from '../lib.mjs';
 
 const TARGET = new URL(process.env.TARGET);
 const API_KEY = process.env.API_KEY;
@@ -15,14 +16,8 @@ const N = Number(process.env.N || 10_000);
 const CONCURRENCY = Number(process.env.CONCURRENCY || 64);
 const RATE = Number(process.env.RATE || 0);
 const EVENT_BYTES = Number(process.env.EVENT_BYTES || 1024);
-const nowMs = () => performance.timeOrigin + performance.now();
 
-// Envelope overhead, measured on a stand-in with ids and timestamps of the real lengths.
-const sampleEnvelope = JSON.stringify({
-  version: 'v1', id: 'evt_0000000000AAAAAAAAAAAAAAAA', type: 'service.trigger.event', metadata: {},
-  data: { sentAt: Number(nowMs().toFixed(3)), seq: 0, pad: '' }, timestamp: '2026-01-01T00:00:00.000+00:00',
-});
-const pad = 'x'.repeat(Math.max(0, EVENT_BYTES - sampleEnvelope.length - 6));
+const pad = eventPadding(EVENT_BYTES);
 const headers = { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` };
 const bodyFor = (seq) => `{"type":"service.trigger.event","data":{"sentAt":${nowMs().toFixed(3)},"seq":${seq},"pad":"${pad}"}}`;
 
@@ -62,30 +57,11 @@ async function send(seq) {
   }
 }
 
-let next = 0;
-if (RATE > 0) {
-  const inflight = new Set();
-  const t0 = nowMs();
-  while (next < N) {
-    const now = nowMs();
-    while (next < N && t0 + (next * 1000) / RATE <= now) {
-      const p = send(next++);
-      inflight.add(p);
-      p.finally(() => inflight.delete(p));
-    }
-    if (next < N) await new Promise((r) => setTimeout(r, Math.max(0, t0 + (next * 1000) / RATE - nowMs())));
-  }
-  await Promise.all(inflight);
-} else {
-  const worker = async () => {
-    while (next < N) await send(next++);
-  };
-  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-}
+await drive(N, RATE, CONCURRENCY, send, { clockPerPass: true });
 await pool.close();
 
 const lat = ackLat.subarray(0, ackCount).sort();
-const q = (p) => (lat.length ? Number(lat[Math.min(lat.length - 1, Math.floor(p * lat.length))].toFixed(2)) : null);
+const q = (p) => quantile(lat, p, 2);
 const report = {
   n: N, rate: RATE, concurrency: CONCURRENCY, accepted, unmatched, errors, statuses,
   first_send_at: firstSendAt, last_ack_at: lastAckAt, body_bytes: bodyBytes,

@@ -8,11 +8,11 @@
 // Control (same port): GET /stats, POST /reset, POST /secret {"secret":"whsec_..."}.
 // Env: PORT (required), STATUS (204), SAMPLE_EVERY (100; 0 = never verify)
 import http from 'node:http';
+import { nowMs, quantile } from '../lib.mjs';
 
 const PORT = Number(process.env.PORT);
 const STATUS = Number(process.env.STATUS || 204);
 const SAMPLE_EVERY = Number(process.env.SAMPLE_EVERY ?? 100);
-const nowMs = () => performance.timeOrigin + performance.now();
 
 const { verifyWebhookSignature } = await import(new URL('../../dist/sdk/index.js', import.meta.url).href);
 
@@ -28,10 +28,6 @@ function sentAtOf(text) {
   const at = text.indexOf(SENT_AT);
   if (at < 0) return NaN;
   return Number.parseFloat(text.slice(at + SENT_AT.length, at + SENT_AT.length + 24));
-}
-
-function quantile(sorted, p) {
-  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : null;
 }
 
 function stats() {

@@ -1,7 +1,7 @@
 import { statfsSync } from 'node:fs';
-import { statfs } from 'node:fs/promises';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import type { DeliveryStatus } from '../machines/index.js';
+import { commitFailureCause, installCommitFailureGuard, observed } from './lmdb-commit-failures.js';
 import type { DeliveryChange, DeliveryRecord, EventRecord, ProjectRecord, RejectedEventRecord, WebhookRecord } from './records.js';
 
 type ProjectKey = [projectId: string, id: string];
@@ -43,56 +43,15 @@ export type RestoredRecord =
 /** How often the used size is re-read from LMDB's stats: often enough for a quota, cheap on ingest. */
 const QUOTA_CHECK_INTERVAL_MS = 250;
 
-/**
- * What lmdb-js rejects every write of a failed commit (disk full, I/O error) with. The cause is in a
- * promise at `error.commitError` that nothing in lmdb-js observes, and each write batch also holds a
- * commit promise of its own that nobody awaits (kriszyp/lmdb-js#368). Left unobserved, those
- * rejections end the process under Node's default `--unhandled-rejections=throw`: a full disk
- * would kill the node instead of turning ingest into 503s.
- */
-const LMDB_COMMIT_FAILED = 'Commit failed (see commitError for details)';
 /** Free space kept on the data directory's filesystem: ingest stops there (the smaller of the two). */
 const DISK_RESERVE_MAX_BYTES = 128 * 1024 * 1024;
 const DISK_RESERVE_FRACTION = 0.05;
-/** Below this much free space, a failed commit is taken for a full disk whatever errno it carries (EIO included). */
-const DISK_FULL_FREE_BYTES = 1024 * 1024;
 /**
  * How long a commit's flush may take before durability is confirmed by an explicit sync instead:
  * lmdb-js never settles the flush promise of a batch whose write failed, so after a failed commit
  * an acknowledged write (or a close) would otherwise wait forever.
  */
 const FLUSH_CONFIRM_MS = 1000;
-
-function isLmdbCommitFailure(error: unknown): error is Error & { commitError: Promise<unknown> } {
-  return error instanceof Error && error.message === LMDB_COMMIT_FAILED && typeof (error as { commitError?: { catch?: unknown } }).commitError?.catch === 'function';
-}
-
-/** Observes a failed commit's `commitError` for a write whose own rejection its caller handles. */
-function observed<T>(write: Promise<T>): Promise<T> {
-  write.catch((error: unknown) => {
-    if (isLmdbCommitFailure(error)) error.commitError.catch(() => {});
-  });
-  return write;
-}
-
-let commitFailureGuardInstalled = false;
-
-/**
- * Observes lmdb-js's unawaited commit promises when a commit fails (the writes that failed are told
- * through their own promises). Any other unhandled rejection keeps Node's default outcome: when
- * this is the only listener, it is rethrown as an uncaught exception.
- */
-function installCommitFailureGuard(): void {
-  if (commitFailureGuardInstalled) return;
-  commitFailureGuardInstalled = true;
-  process.on('unhandledRejection', function observeLmdbCommitFailure(reason) {
-    if (isLmdbCommitFailure(reason)) {
-      reason.commitError.catch(() => {});
-      return;
-    }
-    if (process.listenerCount('unhandledRejection') === 1) throw reason;
-  });
-}
 
 /**
  * LMDB persistence. Writes are asynchronous and lmdb-js commits every write issued in one event-loop
@@ -239,7 +198,7 @@ export class HooklineStore {
       // With overlappingSync a commit is visible before it is on disk; an acknowledged event must be on disk.
       await this.durable();
     } catch (error) {
-      throw await this.commitFailureCause(error);
+      throw await commitFailureCause(error, this.path);
     }
     if (this.replicator) {
       try {
@@ -270,26 +229,6 @@ export class HooklineStore {
     }
     const root = this.root as unknown as { sync(callback: (error?: Error | null) => void): void };
     await new Promise<void>((resolve, reject) => root.sync((error) => (error ? reject(error) : resolve())));
-  }
-
-  /**
-   * The cause of a failed lmdb-js commit (observing its `commitError`), as an error whose `code` is
-   * `ENOSPC` when the disk is full: by errno, or by the free space left when the errno is another
-   * (a full tmpfs or ext4 can report EIO). Other errors pass through unchanged.
-   */
-  private async commitFailureCause(error: unknown): Promise<unknown> {
-    if (!isLmdbCommitFailure(error)) return error;
-    const cause = await error.commitError.then(
-      () => error,
-      (inner: unknown) => inner,
-    );
-    const errno = (cause as { code?: unknown }).code;
-    let full = errno === 28 || errno === 'ENOSPC' || /No space left/i.test(String((cause as Error).message));
-    if (!full) {
-      const space = await statfs(this.path).catch(() => null);
-      full = space !== null && space.bavail * space.bsize < DISK_FULL_FREE_BYTES;
-    }
-    return Object.assign(new Error(`LMDB commit failed: ${(cause as Error).message ?? String(cause)}`, { cause }), full ? { code: 'ENOSPC' } : {});
   }
 
   /** Stores a replay: a new delivery of a stored event, linked from the event. */

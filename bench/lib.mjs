@@ -1,0 +1,220 @@
+// Helpers shared by the bench scripts (run.mjs, nats.mjs, cluster.mjs, soak.mjs, engine/*.mjs).
+// Plain Node, no dependencies; every party still runs in a process of its own.
+import { spawn } from 'node:child_process';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import net from 'node:net';
+
+/** Epoch milliseconds with sub-millisecond precision (comparable across processes). */
+export const nowMs = () => performance.timeOrigin + performance.now();
+
+/** Resolves after `ms` milliseconds. */
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The number in environment variable `name`, or `fallback` when it is unset or empty. */
+export const num = (name, fallback) => (process.env[name] === undefined || process.env[name] === '' ? fallback : Number(process.env[name]));
+
+/** A TCP port free on 127.0.0.1 right now (the kernel's pick, released before returning). */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * fetch with an optional JSON body and bearer `key`; throws on a non-2xx answer. `parse: 'json'`
+ * returns the parsed body (null when empty); `parse: 'auto'` parses only a JSON content-type and
+ * otherwise returns the text.
+ */
+export async function request(method, url, { body, key, timeoutMs = 10_000, parse = 'json' } = {}) {
+  const headers = {};
+  if (key) headers.authorization = `Bearer ${key}`;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${url} -> ${res.status} ${text.slice(0, 300)}`);
+  if (parse === 'auto') return text && res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text;
+  return text ? JSON.parse(text) : null;
+}
+
+/**
+ * Polls `check` every `intervalMs` until it returns a truthy value (returned); a throw counts as "not
+ * yet". Fails after `timeoutMs`, or at once when `child` has exited. With `showLastError`, the
+ * timeout message ends with the last error `check` threw.
+ */
+export async function waitFor(what, check, { timeoutMs, intervalMs = 50, child = null, showLastError = false }) {
+  const deadline = Date.now() + timeoutMs;
+  let lastError = null;
+  for (;;) {
+    if (child && (child.exitCode !== null || child.signalCode !== null)) throw new Error(`${what}: process exited (${child.exitCode ?? child.signalCode})`);
+    try {
+      const value = await check();
+      if (value) return value;
+    } catch (error) {
+      lastError = error; // not yet
+    }
+    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${timeoutMs} ms${showLastError && lastError ? ` (${lastError.message})` : ''}`);
+    await sleep(intervalMs);
+  }
+}
+
+/** Sends `signal` to a child's whole process group (it must be spawned detached), else to the child. */
+export function killTree(cp, signal = 'SIGTERM') {
+  if (cp.exitCode !== null || cp.signalCode !== null) return;
+  try {
+    process.kill(-cp.pid, signal); // each child leads its own process group (detached)
+  } catch {
+    try { cp.kill(signal); } catch { /* gone */ }
+  }
+}
+
+/**
+ * Spawns `command args` (cwd `cwd`, process.env plus `extraEnv`), stdout/stderr appended to `logFile`
+ * or collected (`cp.output()`); `cp.exited` resolves with { code, signal }. The child is in `children`
+ * (a Set) until it exits. `detached` gives it a process group of its own; `echoStderr` copies its
+ * collected stderr to ours.
+ */
+export function launch(command, args, { cwd, extraEnv = {}, logFile = null, children = null, detached = false, echoStderr = false } = {}) {
+  let out = '';
+  const fd = logFile ? openSync(logFile, 'a') : null;
+  const options = { cwd, env: { ...process.env, ...extraEnv }, stdio: fd === null ? ['ignore', 'pipe', 'pipe'] : ['ignore', fd, fd] };
+  if (detached) options.detached = true;
+  const cp = spawn(command, args, options);
+  if (fd !== null) closeSync(fd);
+  children?.add(cp);
+  cp.stdout?.on('data', (d) => (out += d));
+  cp.stderr?.on('data', (d) => {
+    out += d;
+    if (echoStderr) process.stderr.write(d);
+  });
+  cp.output = () => out;
+  cp.exited = new Promise((resolve) => cp.on('exit', (code, signal) => {
+    children?.delete(cp);
+    resolve({ code, signal });
+  }));
+  return cp;
+}
+
+/**
+ * SIGTERM, then SIGKILL if the child is still running after `timeoutMs`; resolves once it exited.
+ * `group` signals its whole process group (see killTree).
+ */
+export async function stopChild(cp, { timeoutMs = 30_000, group = false } = {}) {
+  if (!cp || cp.exitCode !== null || cp.signalCode !== null) return;
+  const kill = group ? killTree : (child, signal) => child.kill(signal);
+  kill(cp, 'SIGTERM');
+  const done = await Promise.race([cp.exited.then(() => true), sleep(timeoutMs).then(() => false)]);
+  if (!done) {
+    kill(cp, 'SIGKILL');
+    await cp.exited;
+  }
+}
+
+/** CPU seconds (utime + stime) a process has used so far, from /proc/<pid>/stat; NaN when unreadable. */
+export function cpuSeconds(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // CLK_TCK = 100 on Linux x64
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** VmRSS, VmHWM, RssAnon and RssFile of a process in MB, from /proc/<pid>/status; NaN when unreadable. */
+export function procMemory(pid) {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (name) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN);
+    return { rssMb: kb('VmRSS') / 1024, hwmMb: kb('VmHWM') / 1024, anonMb: kb('RssAnon') / 1024, fileMb: kb('RssFile') / 1024 };
+  } catch {
+    return { rssMb: Number.NaN, hwmMb: Number.NaN, anonMb: Number.NaN, fileMb: Number.NaN };
+  }
+}
+
+/** The value of Prometheus sample `name` (any labels) in a /metrics text, NaN when absent. */
+export function metricValue(text, name) {
+  const match = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm').exec(text);
+  return match ? Number(match[1]) : Number.NaN;
+}
+
+/** The `p` quantile (0..1, nearest rank below) of an ascending array; null when empty; rounded to `digits` when given. */
+export function quantile(sorted, p, digits = null) {
+  if (!sorted.length) return null;
+  const value = sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
+  return digits === null ? value : Number(value.toFixed(digits));
+}
+
+/**
+ * Runs `send(i)` for i < n: closed loop with `inFlight` workers (rate 0), or open loop at `rate`/s,
+ * event i due at t0 + i/rate whatever the answers do, until `until()` (n may be Infinity then).
+ * `minSleepMs` is the shortest pause between two sending passes of the open loop; `clockPerPass`
+ * reads the clock once per pass (sends what was due when the pass began) instead of before each send.
+ */
+export async function drive(n, rate, inFlight, send, { until = () => false, minSleepMs = 0, clockPerPass = false } = {}) {
+  let next = 0;
+  if (rate > 0) {
+    const pending = new Set();
+    const t0 = nowMs();
+    while (next < n && !until()) {
+      const passAt = clockPerPass ? nowMs() : null;
+      while (next < n && t0 + (next * 1000) / rate <= (clockPerPass ? passAt : nowMs())) {
+        const p = send(next++);
+        pending.add(p);
+        p.finally(() => pending.delete(p));
+      }
+      if (next < n) await sleep(Math.max(minSleepMs, t0 + (next * 1000) / rate - nowMs()));
+    }
+    await Promise.all(pending);
+  } else {
+    const worker = async () => {
+      while (next < n) await send(next++);
+    };
+    await Promise.all(Array.from({ length: inFlight }, worker));
+  }
+}
+
+/** Padding for `data.pad` so the envelope Hookline delivers for `{sentAt, seq, pad}` data is about `eventBytes`. */
+export function eventPadding(eventBytes) {
+  // Envelope overhead, measured on a stand-in with ids and timestamps of the real lengths.
+  const sample = JSON.stringify({
+    version: 'v1', id: 'evt_0000000000AAAAAAAAAAAAAAAA', type: 'service.trigger.event', metadata: {},
+    data: { sentAt: Number(nowMs().toFixed(3)), seq: 0, pad: '' }, timestamp: '2026-01-01T00:00:00.000+00:00',
+  });
+  return 'x'.repeat(Math.max(0, eventBytes - sample.length - 6));
+}
+
+/** The HOOKLINE_* settings every bench serve process gets: data dir, port, API key, host 127.0.0.1, private networks allowed. */
+export function serveEnv({ dataDir, port, apiKey }) {
+  return {
+    HOOKLINE_DATA_DIR: dataDir,
+    HOOKLINE_PORT: String(port),
+    HOOKLINE_HOST: '127.0.0.1',
+    HOOKLINE_API_KEY: apiKey,
+    HOOKLINE_ALLOW_PRIVATE_NETWORKS: '1',
+  };
+}
+
+/**
+ * Receiver bookkeeping for one delivery whose raw body is `text`, received at `t`: counts it, counts a
+ * repeat of its event id (`"id":"evt_…"`) as a duplicate, and moves first/last receipt times.
+ */
+export function countReceipt(s, text, t) {
+  const eventId = /"id":"(evt_[^"]+)"/.exec(text)?.[1];
+  if (s.ids.has(eventId)) s.duplicates++;
+  else s.ids.add(eventId);
+  s.received++;
+  if (!s.firstAt) s.firstAt = t;
+  s.lastAt = t;
+}
+
+/** Serves a bench receiver's `server` on 127.0.0.1:`port` (keep-alive 60 s); SIGTERM ends the process. */
+export function listenReceiver(server, port) {
+  server.keepAliveTimeout = 60_000;
+  server.listen(port, '127.0.0.1');
+  process.on('SIGTERM', () => process.exit(0));
+}
