@@ -3,6 +3,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { configureReceiver, startTestHookline, waitForDeliveryStatus } from '../helpers/hookline.js';
+import { freePort } from '../helpers/nats.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { waitFor } from '../helpers/wait-for.js';
 import type { AttemptErrorCode } from '../../src/transport/http-sender.js';
@@ -51,15 +52,6 @@ async function startRawServer(onRequest: (socket: Socket, stats: RawServer['stat
   return { port: (server.address() as AddressInfo).port, stats };
 }
 
-/** A port on 127.0.0.1 that nothing listens on (it was free a moment ago). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** Writes `total` bytes of body after `head` as fast as the peer reads them; counts bodies written to the end. */
 function streamBody(socket: Socket, stats: RawServer['stats'], head: string, total: number): void {
@@ -103,7 +95,7 @@ describe('receivers that misbehave', () => {
       garbage: await startRawServer(misbehaving.garbage),
     };
     const plainHttp = await startReceiver();
-    const refusedPort = await closedPort();
+    const refusedPort = await freePort(); // free a moment ago: nothing listens there
     const healthy = await startReceiver();
 
     const hookline = await startTestHookline({ endpointConcurrency: ENDPOINT_CONCURRENCY, deliveryTimeoutMs: TIMEOUT_MS, retrySchedule: [0, 50] });

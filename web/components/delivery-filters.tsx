@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import type { DeliveryListFilter, DeliveryStatus, EventType } from '../../src/sdk/types.js';
-import { DELIVERY_STATUSES, EVENT_TYPES } from '../../src/sdk/types.js';
+import { DELIVERY_STATUSES } from '../../src/sdk/types.js';
+import { EventTypeSelect } from './event-type-select.js';
 import { localInputToIso, statusLabel } from '../format.js';
 
 interface Draft {
@@ -55,17 +56,7 @@ export function DeliveryFilters({ onApply }: { onApply(filter: DeliveryListFilte
             ))}
           </select>
         </div>
-        <div class="field">
-          <label for="f-type">Event type</label>
-          <select id="f-type" value={draft.eventType} onChange={set('eventType')}>
-            <option value="">any</option>
-            {EVENT_TYPES.map((type) => (
-              <option key={type} value={type}>
-                {type}
-              </option>
-            ))}
-          </select>
-        </div>
+        <EventTypeSelect id="f-type" value={draft.eventType} onChange={(eventType) => setDraft({ ...draft, eventType })} />
         <div class="field">
           <label for="f-event">Event id</label>
           <input id="f-event" value={draft.eventId} onInput={set('eventId')} placeholder="evt_…" spellcheck={false} />

@@ -1,11 +1,11 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { DeliveryListFilter, EventType } from '../../src/sdk/types.js';
-import { EVENT_TYPES } from '../../src/sdk/types.js';
 import type { DashboardApi } from '../api.js';
 import { describeError } from '../api.js';
 import { ConfirmDialog } from '../components/confirm-dialog.js';
 import { DeliveryDetailPanel } from '../components/delivery-detail.js';
 import { DeliveryTable } from '../components/delivery-table.js';
+import { EventTypeSelect } from '../components/event-type-select.js';
 import { Notice } from '../components/notice.js';
 import { Pager } from '../components/pager.js';
 import { useDeliveryList } from '../hooks.js';
@@ -176,17 +176,7 @@ function RedriveByFilter({ api, refreshKey, onRedriven }: { api: DashboardApi; r
             <label for="r-until">Created before (local time)</label>
             <input id="r-until" type="datetime-local" step={1} value={until} onInput={(event) => setUntil(event.currentTarget.value)} />
           </div>
-          <div class="field">
-            <label for="r-type">Event type</label>
-            <select id="r-type" value={eventType} onChange={(event) => setEventType(event.currentTarget.value)}>
-              <option value="">any</option>
-              {EVENT_TYPES.map((type) => (
-                <option key={type} value={type}>
-                  {type}
-                </option>
-              ))}
-            </select>
-          </div>
+          <EventTypeSelect id="r-type" value={eventType} onChange={setEventType} />
         </div>
         <p class="preview" role="status" aria-live="polite" data-preview={preview ?? ''}>
           {previewError ?? matches}
