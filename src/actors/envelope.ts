@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { isoTime, withNumericOffset } from '../iso-time.js';
 import type { EventInput } from '../transport/event-input.js';
 
 /**
@@ -6,8 +7,7 @@ import type { EventInput } from '../transport/event-input.js';
  * the producer is kept as given.
  */
 export function envelopeTimestamp(given: string | undefined, nowMs: number): string {
-  const text = given ?? new Date(nowMs).toISOString();
-  return /z$/i.test(text) ? `${text.slice(0, -1)}+00:00` : text;
+  return given === undefined ? isoTime(nowMs) : withNumericOffset(given);
 }
 
 /** The exact bytes POSTed to the receiver, built once at ingest and signed and replayed as they are. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { parseDuration } from '../config/duration.js';
-import { isoTime } from '../http/present.js';
+import { isoTime } from '../iso-time.js';
 import { EVENT_TYPES } from '../sdk/types.js';
 import { newSortableId } from '../store/ids.js';
 import { EventLogReader } from '../replay/event-log.js';

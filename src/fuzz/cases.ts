@@ -8,6 +8,7 @@ import { EVENT_TYPES, METADATA_KEYS } from '../sdk/types.js';
 import type { EventType, MetadataKey } from '../sdk/types.js';
 import type { JsonStyle, JsonValue } from './json-style.js';
 import { JSON_STYLES } from './json-style.js';
+import { isoTime } from '../iso-time.js';
 
 /**
  * - `accept`: a 2xx answer.
@@ -95,7 +96,7 @@ const deliveryDraft: fc.Arbitrary<DeliveryDraft> = fc.record({
   eventType: fc.constantFrom(...EVENT_TYPES),
   eventTime: fc
     .integer({ min: Date.UTC(2020, 0, 1), max: Date.UTC(2035, 0, 1) })
-    .map((ms) => new Date(ms).toISOString().replace('Z', '+00:00')),
+    .map(isoTime),
   metadata: fc.dictionary(fc.constantFrom(...METADATA_KEYS), fc.string({ maxLength: 24 }), { maxKeys: 3 }),
   data: fc.dictionary(dataKey, jsonValue, { maxKeys: 6 }),
   style: fc.constantFrom(...JSON_STYLES),

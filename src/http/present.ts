@@ -1,9 +1,5 @@
+import { isoTime } from '../iso-time.js';
 import type { DeliveryRecord, WebhookRecord } from '../store/records.js';
-
-/** API times: ISO 8601 with a numeric offset, never `Z`. */
-export function isoTime(ms: number): string {
-  return new Date(ms).toISOString().replace('Z', '+00:00');
-}
 
 const isoOrNull = (ms: number | null) => (ms === null ? null : isoTime(ms));
 

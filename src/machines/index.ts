@@ -1,49 +1,9 @@
-import {
-  DELIVERY_EVENT_TYPES,
-  DELIVERY_STATES,
-  DELIVERY_STATUSES,
-  countAttempt,
-  deliveryImplementations,
-  deliveryMachine,
-  hasAttemptsLeft,
-  initialDeliveryCounters,
-  isTerminalDelivery,
-  startRound,
-} from './delivery.js';
-import type {
-  DeliveryCounters,
-  DeliveryEvent,
-  DeliveryEventType,
-  DeliveryInput,
-  DeliveryState,
-  DeliveryStatus,
-} from './delivery.js';
+import { deliveryImplementations, deliveryMachine } from './delivery.js';
+import type { DeliveryCounters, DeliveryEvent, DeliveryEventType, DeliveryState, DeliveryStatus } from './delivery.js';
 import { compileMachine } from './transition-table.js';
-import type {
-  CompiledMachine,
-  ContextUpdater,
-  GuardFunction,
-  MachineImplementations,
-  StepResult,
-  TransitionEdge,
-  TransitionHop,
-} from './transition-table.js';
-import {
-  WEBHOOK_CONFIG_CONTEXT,
-  WEBHOOK_CONFIG_EVENT_TYPES,
-  WEBHOOK_CONFIG_STATES,
-  requestsActive,
-  requestsPaused,
-  webhookConfigImplementations,
-  webhookConfigMachine,
-} from './webhook-config.js';
-import type {
-  WebhookConfigContext,
-  WebhookConfigEvent,
-  WebhookConfigEventType,
-  WebhookConfigState,
-  WebhookRequestedStatus,
-} from './webhook-config.js';
+import type { CompiledMachine, StepResult, TransitionEdge, TransitionHop } from './transition-table.js';
+import { webhookConfigImplementations, webhookConfigMachine } from './webhook-config.js';
+import type { WebhookConfigContext, WebhookConfigEvent, WebhookConfigEventType, WebhookConfigState } from './webhook-config.js';
 
 export type DeliveryTable = CompiledMachine<DeliveryState, DeliveryCounters, DeliveryEvent, DeliveryStatus>;
 export type DeliveryStep = StepResult<DeliveryStatus, DeliveryCounters, DeliveryEventType, DeliveryState>;
@@ -74,39 +34,24 @@ export {
   DELIVERY_EVENT_TYPES,
   DELIVERY_STATES,
   DELIVERY_STATUSES,
-  WEBHOOK_CONFIG_CONTEXT,
-  WEBHOOK_CONFIG_EVENT_TYPES,
-  WEBHOOK_CONFIG_STATES,
-  compileMachine,
   countAttempt,
   deliveryImplementations,
   deliveryMachine,
   hasAttemptsLeft,
   initialDeliveryCounters,
   isTerminalDelivery,
+  startRound,
+} from './delivery.js';
+export type { DeliveryCounters, DeliveryEvent, DeliveryEventType, DeliveryInput, DeliveryState, DeliveryStatus } from './delivery.js';
+export { compileMachine } from './transition-table.js';
+export type { CompiledMachine, ContextUpdater, GuardFunction, MachineImplementations, StepResult, TransitionEdge, TransitionHop } from './transition-table.js';
+export {
+  WEBHOOK_CONFIG_CONTEXT,
+  WEBHOOK_CONFIG_EVENT_TYPES,
+  WEBHOOK_CONFIG_STATES,
   requestsActive,
   requestsPaused,
-  startRound,
   webhookConfigImplementations,
   webhookConfigMachine,
-};
-export type {
-  CompiledMachine,
-  ContextUpdater,
-  DeliveryCounters,
-  DeliveryEvent,
-  DeliveryEventType,
-  DeliveryInput,
-  DeliveryState,
-  DeliveryStatus,
-  GuardFunction,
-  MachineImplementations,
-  StepResult,
-  TransitionEdge,
-  TransitionHop,
-  WebhookConfigContext,
-  WebhookConfigEvent,
-  WebhookConfigEventType,
-  WebhookConfigState,
-  WebhookRequestedStatus,
-};
+} from './webhook-config.js';
+export type { WebhookConfigContext, WebhookConfigEvent, WebhookConfigEventType, WebhookConfigState, WebhookRequestedStatus } from './webhook-config.js';

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { RejectedEventRecord } from '../../store/records.js';
-import { isoTime } from '../present.js';
+import { isoTime } from '../../iso-time.js';
 import { parseInput, rejectedEventsQuery } from '../schemas.js';
 import type { HttpDeps } from '../server.js';
 

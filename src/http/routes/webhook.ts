@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { HooklineError } from '../../errors.js';
 import { isBlockedLiteralHost } from '../../transport/address-guard.js';
-import { isoTime, presentWebhook } from '../present.js';
+import { isoTime } from '../../iso-time.js';
+import { presentWebhook } from '../present.js';
 import { configureWebhookBody, parseInput, rotateSecretBody } from '../schemas.js';
 import type { HttpDeps } from '../server.js';
 
