@@ -108,6 +108,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
         host: this,
         partitions: this.cluster.partitions,
         tickMs: Math.max(100, Math.floor(this.cluster.leaseMs / 4)),
+        releaseTimeoutMs: this.settings.deliveryTimeoutMs + 5_000,
         logger: this.logger,
       });
     } catch (error) {

@@ -20,6 +20,12 @@ export interface CoordinatorOptions {
   partitions: number;
   /** Heartbeat, renewal and rebalancing period; the lease lasts `leaseMs` (several periods). */
   tickMs: number;
+  /**
+   * Longest wait for a handed-back partition to stop (its attempts drain, its consumer closes)
+   * before its lease is given up anyway, so a stuck release never keeps a partition from the
+   * cluster for good. Nothing is started for it meanwhile: it is fenced already.
+   */
+  releaseTimeoutMs: number;
   logger: Logger;
 }
 
@@ -115,10 +121,16 @@ export class ClusterCoordinator {
     this.owned.delete(partition);
     this.busy.add(partition);
     const handover = (async () => {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<'late'>((resolve) => (timer = setTimeout(resolve, this.options.releaseTimeoutMs, 'late')));
       try {
-        await this.options.host.release(partition);
+        if ((await Promise.race([this.options.host.release(partition), late])) === 'late') {
+          this.options.logger.warn({ partition }, 'releasing a partition did not finish in time; giving its lease up anyway');
+        }
       } catch (error) {
         this.options.logger.error({ err: error, partition }, 'releasing a partition failed');
+      } finally {
+        clearTimeout(timer);
       }
       await this.options.leases.release(partition);
       this.busy.delete(partition);
@@ -134,7 +146,9 @@ export class ClusterCoordinator {
     let desired: Set<number>;
     let nodeCount: number;
     try {
-      const nodes = await leases.liveNodes();
+      // Bounded: listing KV keys runs a consumer that can wait forever on a stalled connection,
+      // and a hung round would stop every later one.
+      const nodes = await withDeadline(leases.liveNodes(), this.options.tickMs * 8, 'reading the cluster membership');
       if (!nodes.includes(this.nodeId)) nodes.push(this.nodeId);
       desired = desiredPartitions(this.nodeId, nodes, partitions);
       nodeCount = nodes.length;
@@ -184,4 +198,10 @@ export class ClusterCoordinator {
     await this.renewing;
     await this.options.leases.leave().catch(() => {});
   }
+}
+
+function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms)));
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
