@@ -20,11 +20,17 @@
 //               figures: kill -> first receipt of an event of any partition the dead node owned
 //               (necessarily sent by its new owner), kill -> every partition served again (healthz),
 //               and that every published event is delivered, counting repeats.
+//   replicas    (issue 13) the same throughput run, NATS path, BENCH_REPLICA_NODES (3) Hookline nodes,
+//               on NATS servers the bench starts itself (nats-server, own ports and stores): a
+//               three-server NATS cluster with HOOKLINE_NATS_REPLICAS=3 against one server with
+//               replicas 1; figures: events/s, Hookline CPU per event and NATS servers' CPU per event.
 //
 // Env: BENCH_NATS_URL (nats://127.0.0.1:4222), BENCH_NODES (1,2,3), BENCH_PATHS (nats,http), BENCH_N
 //      (10000), BENCH_WARMUP (1000), BENCH_PROJECTS (64), BENCH_IN_FLIGHT (256), BENCH_CONCURRENCY
-//      (64), BENCH_FAILOVER_RATE (300), BENCH_LEASES (2s,5s), BENCH_SKIP (throughput,failover),
-//      BENCH_KEEP=1 (keep temp dirs with each node's log). HOOKLINE_* variables reach the nodes.
+//      (64), BENCH_FAILOVER_RATE (300), BENCH_LEASES (2s,5s), BENCH_SKIP (throughput,failover,replicas),
+//      BENCH_REPLICA_NODES (3),
+//      BENCH_KEEP=1 (keep temp dirs with each node's log), BENCH_PROFILE_DIR (run every node with
+//      --cpu-prof, profiles into that dir). HOOKLINE_* variables reach the nodes.
 // Smoke run: BENCH_N=1000 BENCH_WARMUP=200 BENCH_NODES=1,2 BENCH_LEASES=2s npm run bench:cluster
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -45,10 +51,10 @@ const PAD = 'x'.repeat(EVENT_BYTES - 330);
 
 async function publisherMain() {
   const { connect } = await import('@nats-io/transport-node');
-  const { publishEvent } = await import(pathToFileURL(path.join(root, 'dist', 'sdk', 'index.js')).href);
+  const { publishEvent } = await import(pathToFileURL(path.join(root, 'dist', 'sdk', 'nats.js')).href);
   const projects = JSON.parse(readFileSync(env.PROJECTS_FILE, 'utf8'));
   const n = env.N === 'Infinity' ? Infinity : Number(env.N);
-  const nc = await connect({ servers: env.NATS_URL, name: 'hookline-bench-publisher' });
+  const nc = await connect({ servers: env.NATS_URL.split(','), name: 'hookline-bench-publisher' });
   let stop = false;
   process.on('SIGTERM', () => (stop = true));
   let accepted = 0;
@@ -163,6 +169,7 @@ const FAILOVER_RATE = num('BENCH_FAILOVER_RATE', 300);
 const LEASES = list('BENCH_LEASES', '2s,5s');
 const SKIP = new Set(list('BENCH_SKIP', ''));
 const KEEP = env.BENCH_KEEP === '1';
+const PROFILE_ARGS = env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(env.BENCH_PROFILE_DIR)}`] : [];
 const ADMIN_KEY = `bench_admin_${randomBytes(8).toString('hex')}`;
 const log = (...parts) => process.stderr.write(`[bench:cluster ${new Date().toISOString().slice(11, 19)}] ${parts.join(' ')}\n`);
 
@@ -181,7 +188,7 @@ const request = (method, url, options = {}) => requestWith(method, url, { timeou
 const waitFor = (what, check, options) => waitForWith(what, check, { ...options, showLastError: true });
 
 /** A fresh cluster of `count` nodes with a receiver and BENCH_PROJECTS configured projects. */
-async function startCluster(label, count, lease) {
+async function startCluster(label, count, lease, { natsUrl = NATS_URL, nodeEnv = {} } = {}) {
   const suffix = randomBytes(4).toString('hex');
   const names = { stream: `HL_BENCH_${suffix}`, prefix: `hlbench.${suffix}.events`, durable: `bench_${suffix}`, cluster: `hlbench.${suffix}.cluster` };
   const dir = mkdtempSync(path.join(os.tmpdir(), `hookline-bench-cluster-${label}-`));
@@ -194,13 +201,13 @@ async function startCluster(label, count, lease) {
   const startNode = async (i) => {
     const port = await freePort();
     const nodeId = `bench-${i}`;
-    const cp = launch([SERVE_JS, 'serve', '--cluster'], {
+    const cp = launch([...PROFILE_ARGS, SERVE_JS, 'serve', '--cluster'], {
       logFile: path.join(dir, `${nodeId}.log`),
       extraEnv: {
         HOOKLINE_NODE_ID: nodeId,
         HOOKLINE_PORT: String(port),
         HOOKLINE_DATA_DIR: path.join(dir, nodeId),
-        HOOKLINE_NATS_URL: NATS_URL,
+        HOOKLINE_NATS_URL: natsUrl,
         HOOKLINE_NATS_STREAM: names.stream,
         HOOKLINE_NATS_SUBJECT_PREFIX: names.prefix,
         HOOKLINE_NATS_DURABLE: names.durable,
@@ -212,6 +219,7 @@ async function startCluster(label, count, lease) {
         HOOKLINE_ALLOW_PRIVATE_NETWORKS: '1',
         HOOKLINE_RATE_LIMIT: '0',
         HOOKLINE_LOG_LEVEL: env.HOOKLINE_LOG_LEVEL ?? 'warn',
+        ...nodeEnv,
       },
     });
     const url = `http://127.0.0.1:${port}`;
@@ -246,11 +254,12 @@ async function startCluster(label, count, lease) {
   const dispose = async () => {
     await Promise.all(nodes.map((node) => stopChild(node.cp)));
     await stopChild(receiver);
+    if (natsUrl !== NATS_URL) return; // its own NATS servers: they go with their stores
     const { jetstreamManager } = await import('@nats-io/jetstream');
     const jsm = await jetstreamManager(nc);
     for (const stream of [names.stream, `${names.stream}_CHANGELOG`, `KV_${names.stream}_directory`, `KV_${names.stream}_leases`]) await jsm.streams.delete(stream).catch(() => {});
   };
-  return { names, nodes, projects, projectsFile, receiverUrl, stats, owners, balanced, dispose };
+  return { names, natsUrl, nodes, projects, projectsFile, receiverUrl, stats, owners, balanced, dispose };
 }
 
 /** Sends `n` events through `kind` (nats|http), waits until the receiver has them all; the producer's report. */
@@ -258,7 +267,7 @@ async function produce(cluster, kind, n, tag, { rate = 0, timeoutMs = 300_000 } 
   const common = { PROJECTS_FILE: cluster.projectsFile, N: String(n), TAG: tag };
   const producer =
     kind === 'nats'
-      ? launch([fileURLToPath(import.meta.url), 'publisher'], { extraEnv: { ...common, NATS_URL, PREFIX: cluster.names.prefix, PARTITIONS: String(PARTITIONS), IN_FLIGHT: String(IN_FLIGHT), RATE: String(rate) } })
+      ? launch([fileURLToPath(import.meta.url), 'publisher'], { extraEnv: { ...common, NATS_URL: cluster.natsUrl, PREFIX: cluster.names.prefix, PARTITIONS: String(PARTITIONS), IN_FLIGHT: String(IN_FLIGHT), RATE: String(rate) } })
       : launch([fileURLToPath(import.meta.url), 'loadgen'], { extraEnv: { ...common, TARGETS: cluster.nodes.map((node) => node.url).join(','), CONCURRENCY: String(CONCURRENCY) } });
   const { code } = await producer.exited;
   if (code !== 0) throw new Error(`${kind} producer failed: ${producer.output()}`);
@@ -268,21 +277,35 @@ async function produce(cluster, kind, n, tag, { rate = 0, timeoutMs = 300_000 } 
   return report;
 }
 
-async function throughput(count, kind) {
-  const cluster = await startCluster(`${kind}-${count}`, count, '5s');
+async function throughput(count, kind, { label = `${kind}-${count}`, clusterOptions = {}, natsPids = [] } = {}) {
+  const cluster = await startCluster(label, count, '5s', clusterOptions);
   try {
     if (WARMUP > 0) await produce(cluster, kind, WARMUP, `warm${count}${kind}`);
     await request('POST', `${cluster.receiverUrl}/reset`);
     const load = os.loadavg()[0];
     const nodesCpu = () => cluster.nodes.reduce((sum, node) => sum + cpuSeconds(node.cp.pid), 0);
+    const natsCpu = () => natsPids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
     const cpuBefore = nodesCpu();
+    const natsCpuBefore = natsCpu();
     const report = await produce(cluster, kind, N, `run${count}${kind}`);
     const cpuMsPerEvent = ((nodesCpu() - cpuBefore) * 1000) / N;
+    const natsCpuMsPerEvent = ((natsCpu() - natsCpuBefore) * 1000) / N;
     const stats = await cluster.stats();
     const seconds = (stats.last_at - report.first_send_at) / 1000;
     const perS = Math.round(N / seconds);
-    log(`${count} node(s), ${kind}: ${perS} events/s (${N} in ${seconds.toFixed(2)} s), Hookline CPU ${cpuMsPerEvent.toFixed(2)} ms/event, duplicates ${stats.duplicates}, load ${load.toFixed(1)}`);
-    return { nodes: count, path: kind, per_s: perS, seconds: Number(seconds.toFixed(2)), hookline_cpu_ms_per_event: Number(cpuMsPerEvent.toFixed(3)), duplicates: stats.duplicates, producer_errors: report.errors, load_average_1m: Number(load.toFixed(2)) };
+    const natsPart = natsPids.length > 0 ? `, NATS servers' CPU ${natsCpuMsPerEvent.toFixed(2)} ms/event` : '';
+    log(`${label}: ${count} node(s), ${kind}: ${perS} events/s (${N} in ${seconds.toFixed(2)} s), Hookline CPU ${cpuMsPerEvent.toFixed(2)} ms/event${natsPart}, duplicates ${stats.duplicates}, load ${load.toFixed(1)}`);
+    return {
+      nodes: count,
+      path: kind,
+      per_s: perS,
+      seconds: Number(seconds.toFixed(2)),
+      hookline_cpu_ms_per_event: Number(cpuMsPerEvent.toFixed(3)),
+      ...(natsPids.length > 0 ? { nats_cpu_ms_per_event: Number(natsCpuMsPerEvent.toFixed(3)) } : {}),
+      duplicates: stats.duplicates,
+      producer_errors: report.errors,
+      load_average_1m: Number(load.toFixed(2)),
+    };
   } finally {
     await cluster.dispose();
   }
@@ -322,6 +345,52 @@ async function failover(lease) {
   }
 }
 
+/**
+ * `size` nats-server processes of the bench's own (JetStream, a store each, routed to each other
+ * when more than one), plain TCP on loopback: the figures are the replicas' cost, not TLS's.
+ */
+async function startNatsServers(size) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), `hookline-bench-nats${size}-`));
+  tempDirs.add(dir);
+  const ports = [];
+  for (let i = 0; i < size; i++) ports.push({ client: await freePort(), route: await freePort() });
+  const servers = ports.map(({ client, route }, i) => {
+    const routes = ports.filter((_, j) => j !== i).map((peer) => `nats-route://127.0.0.1:${peer.route}`);
+    const config = path.join(dir, `n${i + 1}.conf`);
+    writeFileSync(config, [
+      `server_name: n${i + 1}`,
+      `listen: 127.0.0.1:${client}`,
+      `jetstream { store_dir: "${path.join(dir, `store-n${i + 1}`)}" }`,
+      ...(size > 1 ? [`cluster { name: hlbench, listen: 127.0.0.1:${route}, routes: [${routes.join(', ')}] }`] : []),
+    ].join('\n'));
+    const cp = launchChild('nats-server', ['-c', config], { logFile: path.join(dir, `n${i + 1}.log`), children });
+    return cp;
+  });
+  const url = ports.map(({ client }) => `nats://127.0.0.1:${client}`).join(',');
+  const { connect } = await import('@nats-io/transport-node');
+  const { jetstreamManager } = await import('@nats-io/jetstream');
+  const probe = await waitFor('nats-server up', () => connect({ servers: url.split(','), timeout: 2_000 }), { timeoutMs: 30_000, intervalMs: 200 });
+  await waitFor('JetStream of the NATS servers', async () => (await jetstreamManager(probe)).getAccountInfo(), { timeoutMs: 60_000, intervalMs: 250 });
+  await probe.close();
+  return { url, pids: servers.map((cp) => cp.pid), stop: () => Promise.all(servers.map((cp) => stopChild(cp))) };
+}
+
+/** Replicas 3 on a three-server NATS cluster against replicas 1 on one server, same load. */
+async function replicas() {
+  const rows = [];
+  const nodes = num('BENCH_REPLICA_NODES', 3);
+  for (const [size, replicaCount] of [[1, 1], [3, 3]]) {
+    const nats = await startNatsServers(size);
+    try {
+      const row = await throughput(nodes, 'nats', { label: `${size}-server NATS, replicas ${replicaCount}`, natsPids: nats.pids, clusterOptions: { natsUrl: nats.url, nodeEnv: { HOOKLINE_NATS_REPLICAS: String(replicaCount) } } });
+      rows.push({ nats_servers: size, replicas: replicaCount, ...row });
+    } finally {
+      await nats.stop();
+    }
+  }
+  return rows;
+}
+
 async function main() {
   const party = process.argv[2];
   if (party === 'receiver') return receiverMain();
@@ -329,7 +398,7 @@ async function main() {
   if (party === 'loadgen') return loadgenMain();
   const { connect } = await import('@nats-io/transport-node');
   nc = await connect({ servers: NATS_URL, name: 'hookline-bench-cluster' });
-  const results = { bench: 'cluster', n: N, warmup: WARMUP, projects: PROJECTS, partitions: PARTITIONS, in_flight: IN_FLIGHT, concurrency: CONCURRENCY, cpus: os.cpus().length, throughput: [], failover: [] };
+  const results = { bench: 'cluster', n: N, warmup: WARMUP, projects: PROJECTS, partitions: PARTITIONS, in_flight: IN_FLIGHT, concurrency: CONCURRENCY, cpus: os.cpus().length, throughput: [], failover: [], replicas: [] };
   const cleanup = async () => {
     for (const cp of children) cp.kill('SIGKILL');
     if (!KEEP) for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
@@ -338,6 +407,7 @@ async function main() {
   try {
     if (!SKIP.has('throughput')) for (const count of NODE_COUNTS) for (const kind of PATHS) results.throughput.push(await throughput(count, kind));
     if (!SKIP.has('failover')) for (const lease of LEASES) results.failover.push(await failover(lease));
+    if (!SKIP.has('replicas')) results.replicas = await replicas();
   } finally {
     await cleanup();
     await nc.close();

@@ -73,7 +73,7 @@ function producerReport() {
 
 async function publisherMain() {
   const { connect } = await import('@nats-io/transport-node');
-  const { publishEvent } = await import(pathToFileURL(path.join(root, 'dist', 'sdk', 'index.js')).href);
+  const { publishEvent } = await import(pathToFileURL(path.join(root, 'dist', 'sdk', 'nats.js')).href);
   const n = Number(env.N);
   const rate = Number(env.RATE || 0);
   const inFlight = Number(env.IN_FLIGHT || 256);

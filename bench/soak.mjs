@@ -238,7 +238,7 @@ async function runSoak() {
   const { connect } = await import('@nats-io/transport-node');
   const { jetstreamManager } = await import('@nats-io/jetstream');
   const { Pool } = await import('undici');
-  const { publishEvent } = await import(pathToFileURL(path.join(root, 'dist', 'sdk', 'index.js')).href);
+  const { publishEvent } = await import(pathToFileURL(path.join(root, 'dist', 'sdk', 'nats.js')).href);
 
   const t0 = Date.now();
   const tag = randomBytes(4).toString('hex');

@@ -5,8 +5,12 @@ import { Engine } from './actors/engine.js';
 import type { EngineOptions } from './actors/engine.js';
 import type { Settings } from './config/settings.js';
 import { buildHttpServer } from './http/server.js';
+import type { NodeReadiness } from './http/server.js';
+import { checkListenAddress, listenError } from './http/listen-address.js';
+import { claimDataDir } from './store/data-dir.js';
 import { EmbeddedTransport } from './transport/embedded.js';
 import { NatsTransport } from './transport/nats.js';
+import { natsAccess } from './transport/nats-access.js';
 import { ClusterNode } from './cluster/cluster-node.js';
 import { FORWARDED_HEADER } from './cluster/rpc.js';
 import type { ForwardedReply, ForwardedRequest } from './cluster/rpc.js';
@@ -35,18 +39,54 @@ export function createLogger(settings: Settings): PinoLogger {
   });
 }
 
-/** Starts a whole node: engine (store, scheduler, actors), embedded transport and HTTP API. */
+/**
+ * Starts a whole node: engine (store, scheduler, actors), embedded transport and HTTP API.
+ *
+ * The order makes a failed start cheap and harmless: the data directory is claimed first (so a
+ * second node on it is refused before anything else), then the listen address and NATS are checked
+ * before LMDB is opened; whatever the start created in the data directory is removed if it fails.
+ */
 export async function startHookline(settings: Settings, options: StartOptions = {}): Promise<Hookline> {
   const logger = options.logger ?? createLogger(settings);
-  if (settings.cluster) return startClusterNode(settings, options, logger);
+  const dataDir = claimDataDir(settings.dataDir);
+  try {
+    await checkListenAddress(settings.host, settings.port);
+    const node = settings.cluster ? await startClusterNode(settings, options, logger) : await startSingleNode(settings, options, logger);
+    const close = node.close;
+    return {
+      ...node,
+      async close() {
+        try {
+          await close();
+        } finally {
+          dataDir.release();
+        }
+      },
+    };
+  } catch (error) {
+    dataDir.abandon();
+    throw error;
+  }
+}
+
+async function startSingleNode(settings: Settings, options: StartOptions, logger: PinoLogger): Promise<Hookline> {
   const embedded = new EmbeddedTransport();
   const transports = [embedded, ...(options.transports ?? [])];
   if (settings.natsUrl) {
-    transports.push(new NatsTransport({ servers: settings.natsUrl, stream: settings.natsStream, subjectPrefix: settings.natsSubjectPrefix, durable: settings.natsDurable, logger }));
+    const nats = new NatsTransport({ servers: settings.natsUrl, access: natsAccess(settings), replicas: settings.natsReplicas, stream: settings.natsStream, subjectPrefix: settings.natsSubjectPrefix, durable: settings.natsDurable, logger });
+    await nats.connect();
+    transports.push(nats);
   }
-  const engine = await Engine.start({ ...options, settings, logger, transports });
-  const http = buildHttpServer({ engine, embedded }, { logger });
-  return listen(engine, http, settings, async () => {});
+  let engine: Engine;
+  try {
+    engine = await Engine.start({ ...options, settings, logger, transports });
+  } catch (error) {
+    await Promise.allSettled(transports.map((transport) => transport.stop()));
+    throw error;
+  }
+  const readiness = new Readiness();
+  const http = buildHttpServer({ engine, embedded, readiness: () => readiness.state }, { logger });
+  return listen(engine, http, settings, readiness, async () => {});
 }
 
 /**
@@ -57,9 +97,16 @@ async function startClusterNode(settings: Settings, options: StartOptions, logge
   const cluster = new ClusterNode(settings, { nodeId: settings.nodeId, partitions: settings.partitions, leaseMs: settings.leaseMs }, logger);
   await cluster.connect();
   const embedded = new EmbeddedTransport();
-  const engine = await Engine.start({ ...options, settings, logger, transports: [embedded, ...(options.transports ?? [])], ownership: cluster });
+  let engine: Engine;
+  try {
+    engine = await Engine.start({ ...options, settings, logger, transports: [embedded, ...(options.transports ?? [])], ownership: cluster });
+  } catch (error) {
+    await cluster.stop();
+    throw error;
+  }
   engine.store.replicator = cluster;
-  const http = buildHttpServer({ engine, embedded, cluster }, { logger });
+  const readiness = new Readiness();
+  const http = buildHttpServer({ engine, embedded, cluster, readiness: () => readiness.state }, { logger });
   try {
     await cluster.start(engine, (request) => answerForwarded(http, request, cluster.forwardToken));
   } catch (error) {
@@ -68,7 +115,12 @@ async function startClusterNode(settings: Settings, options: StartOptions, logge
     throw error;
   }
   // Partitions go first, so their new owners can take over while this node drains.
-  return listen(engine, http, settings, () => cluster.stop());
+  return listen(engine, http, settings, readiness, () => cluster.stop());
+}
+
+/** Where a node is in its life, for `GET /readyz`: starting until it listens, draining once closing. */
+class Readiness {
+  state: NodeReadiness = 'starting';
 }
 
 /** Answers a call another node forwarded here, through this node's own routes (marked, so it is not forwarded again). */
@@ -87,13 +139,17 @@ async function answerForwarded(http: FastifyInstance, request: ForwardedRequest,
   return { statusCode: response.statusCode, headers, body: response.body };
 }
 
-async function listen(engine: Engine, http: FastifyInstance, settings: Settings, beforeStop: () => Promise<void>): Promise<Hookline> {
+async function listen(engine: Engine, http: FastifyInstance, settings: Settings, readiness: Readiness, beforeStop: () => Promise<void>): Promise<Hookline> {
   try {
     const { generatedApiKey } = await engine.ensureDefaultProject();
-    const url = await http.listen({ host: settings.host, port: settings.port });
+    const url = await http.listen({ host: settings.host, port: settings.port }).catch((error: unknown) => {
+      throw listenError(error, settings.host, settings.port);
+    });
+    readiness.state = 'ready';
     let closing: Promise<void> | null = null;
     const close = () =>
       (closing ??= (async () => {
+        readiness.state = 'draining';
         await beforeStop();
         await engine.stop();
         await http.close();
@@ -102,6 +158,7 @@ async function listen(engine: Engine, http: FastifyInstance, settings: Settings,
   } catch (error) {
     await beforeStop().catch(() => {});
     await engine.stop();
+    await http.close().catch(() => {});
     throw error;
   }
 }

@@ -16,18 +16,27 @@ export const ERROR_CODES = {
   HOOKLINE_ERR_EVENT_ID_CONFLICT: { apiCode: 'event_id_conflict', status: 409, retryable: false, doc: 'The event id was already used with a different body.' },
   HOOKLINE_ERR_DELIVERY_IN_PROGRESS: { apiCode: 'delivery_in_progress', status: 409, retryable: true, doc: 'The delivery is pending or being attempted; retry applies to retrying and dead-lettered deliveries.' },
   HOOKLINE_ERR_DELIVERY_SUCCEEDED: { apiCode: 'delivery_succeeded', status: 409, retryable: false, doc: 'The delivery already succeeded; replay the event to send it again.' },
-  HOOKLINE_ERR_PAYLOAD_TOO_LARGE: { apiCode: 'payload_too_large', status: 413, retryable: false, doc: 'The body exceeds HOOKLINE_MAX_BODY.' },
+  HOOKLINE_ERR_PAYLOAD_TOO_LARGE: { apiCode: 'payload_too_large', status: 413, retryable: false, doc: 'The body exceeds HOOKLINE_MAX_BODY (HOOKLINE_MAX_BATCH_BODY for POST /v1/events/batch), or an event in a batch exceeds HOOKLINE_MAX_BODY, or (cluster mode) a call to forward to the owning node exceeds NATS max_payload.' },
+  HOOKLINE_ERR_ANSWER_TOO_LARGE: { apiCode: 'answer_too_large', status: 502, retryable: false, doc: 'Cluster mode: the owning node\'s answer is larger than NATS max_payload, which carries it to the node you called; ask for a smaller page (`limit`), call the owning node, or raise max_payload.' },
   HOOKLINE_ERR_UNSUPPORTED_MEDIA_TYPE: { apiCode: 'unsupported_media_type', status: 415, retryable: false, doc: 'Send content-type: application/json.' },
-  HOOKLINE_ERR_RATE_LIMITED: { apiCode: 'rate_limited', status: 429, retryable: true, doc: 'The project sent more requests per second than HOOKLINE_RATE_LIMIT allows; wait for Retry-After seconds.' },
+  HOOKLINE_ERR_RATE_LIMITED: { apiCode: 'rate_limited', status: 429, retryable: true, doc: 'The project sent more requests (or events in batches) per second than HOOKLINE_RATE_LIMIT allows; wait for Retry-After seconds.' },
   HOOKLINE_ERR_OVERLOADED: { apiCode: 'overloaded', status: 503, retryable: true, doc: 'HOOKLINE_MAX_LIVE_DELIVERIES deliveries are already waiting; nothing was stored. Send again after Retry-After seconds.' },
   HOOKLINE_ERR_STORAGE_FULL: { apiCode: 'storage_full', status: 503, retryable: true, doc: 'The data directory reached HOOKLINE_MAX_DATA_SIZE or the disk is full; nothing was stored. Free space or raise the limit; delivery of stored events continues.' },
   HOOKLINE_ERR_SHUTTING_DOWN: { apiCode: 'shutting_down', status: 503, retryable: true, doc: 'The node is draining after SIGTERM; send the event again to another node or after restart.' },
   HOOKLINE_ERR_STORAGE: { apiCode: 'storage_unavailable', status: 503, retryable: true, doc: 'The event could not be written durably; nothing was accepted. Try again later.' },
   HOOKLINE_ERR_CONFIG: { apiCode: 'invalid_configuration', status: 500, retryable: false, doc: 'A setting (environment variable or CLI flag) is invalid; the message names it.' },
+  HOOKLINE_ERR_DATA_DIR_IN_USE: { apiCode: 'data_dir_in_use', status: 500, retryable: false, doc: 'Another running Hookline owns HOOKLINE_DATA_DIR (the message names its pid); stop it, or give this node its own directory.' },
+  HOOKLINE_ERR_STARTUP: { apiCode: 'startup_failed', status: 500, retryable: false, doc: 'The node could not start: HOOKLINE_PORT is taken, HOOKLINE_HOST does not resolve to a local address, or HOOKLINE_DATA_DIR cannot be created or written. The message names the setting, its value and what to do.' },
   HOOKLINE_ERR_NATS_UNAVAILABLE: { apiCode: 'nats_unavailable', status: 503, retryable: true, doc: 'HOOKLINE_NATS_URL is set but NATS could not be reached or JetStream set up; start NATS (with -js) or unset the variable.' },
   HOOKLINE_ERR_PARTITION_MOVING: { apiCode: 'partition_moving', status: 503, retryable: true, doc: 'Cluster mode: the project\'s partition is changing owner (a node joined or left); retry after Retry-After seconds.' },
   HOOKLINE_ERR_INTERNAL: { apiCode: 'internal_error', status: 500, retryable: true, doc: 'An unexpected failure; the log has the details.' },
 } as const;
+
+/**
+ * Retry-After of a 503 whose cause names no better time (`shutting_down`: a draining node is gone in
+ * about a delivery timeout, and a client behind a load balancer reaches another node sooner).
+ */
+export const DEFAULT_RETRY_AFTER_SECONDS = 5;
 
 export type HooklineErrorCode = keyof typeof ERROR_CODES;
 

@@ -7,5 +7,5 @@ export type { Settings } from './config/settings.js';
 export { defaultSettings, settingsFromEnvironment } from './config/settings.js';
 export type { HooklineErrorCode } from './errors.js';
 export { ERROR_CODES, HooklineError, isHooklineError } from './errors.js';
-export type { InboundTransport, EventSink } from './transport/types.js';
+export type { InboundTransport, EventSink, BatchEventSink } from './transport/types.js';
 export { EmbeddedTransport } from './transport/embedded.js';

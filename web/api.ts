@@ -1,10 +1,10 @@
 /**
- * The dashboard's view of the API: the SDK's HooklineClient for the v1 contract, plus the two
- * readings only the dashboard needs (state counts, a redrive's dry run). Every call carries the key
- * as a bearer token; a 401 on any of them signs the operator out.
+ * The dashboard's view of the API: the SDK's HooklineClient for the v1 contract, plus the shapes the
+ * pages want for two readings (state counts, a redrive's dry run). Every call carries the key as a
+ * bearer token; a 401 on any of them signs the operator out.
  */
 import { HooklineClient } from '../src/sdk/client.js';
-import { HooklineApiError, isHooklineApiError } from '../src/sdk/errors.js';
+import { NETWORK_ERROR_CODE, isHooklineApiError } from '../src/sdk/errors.js';
 import type { DeliveryStatus, EventType } from '../src/sdk/types.js';
 
 export type StateCounts = Record<DeliveryStatus, number>;
@@ -17,44 +17,26 @@ export interface RedriveFilterInput {
 
 export class DashboardApi {
   readonly client: HooklineClient;
-  readonly #authorization: string;
-  readonly #fetch: typeof fetch;
 
   /** `onUnauthorized` runs when the server refuses the key (it was revoked, or the node changed). */
   constructor(apiKey: string, onUnauthorized: () => void) {
-    this.#authorization = `Bearer ${apiKey}`;
-    this.#fetch = async (input, init) => {
+    const fetchSigningOut: typeof fetch = async (input, init) => {
       const response = await fetch(input, init);
       if (response.status === 401) onUnauthorized();
       return response;
     };
-    this.client = new HooklineClient({ baseUrl: location.origin, apiKey, fetch: this.#fetch });
+    this.client = new HooklineClient({ baseUrl: location.origin, apiKey, fetch: fetchSigningOut });
   }
 
   /** Live count of this project's deliveries in each status (`GET /v1/stats/delivery-states`). */
   async stateCounts(signal?: AbortSignal): Promise<StateCounts> {
-    const body = await this.#json<{ counts: StateCounts }>('GET', '/v1/stats/delivery-states', undefined, signal);
-    return body.counts;
+    return (await this.client.getStats(signal ? { signal } : {})).counts;
   }
 
   /** How many dead letters a redrive with this filter would start again; changes nothing. */
   async previewRedrive(filter: RedriveFilterInput, signal?: AbortSignal): Promise<number> {
-    const body = await this.#json<{ wouldRedrive: number }>('POST', '/v1/logs/webhook-deliveries/redrive', { ...filter, dryRun: true }, signal);
-    return body.wouldRedrive;
-  }
-
-  async #json<T>(method: string, path: string, body: unknown, signal: AbortSignal | undefined): Promise<T> {
-    const headers: Record<string, string> = { accept: 'application/json', authorization: this.#authorization };
-    const init: RequestInit = { method, headers };
-    if (body !== undefined) {
-      headers['content-type'] = 'application/json';
-      init.body = JSON.stringify(body);
-    }
-    if (signal) init.signal = signal;
-    const response = await this.#fetch(path, init);
-    const text = await response.text();
-    if (!response.ok) throw HooklineApiError.fromResponse(response.status, response.statusText, text);
-    return JSON.parse(text) as T;
+    const result = await this.client.redriveDeadLetters({ ...filter, dryRun: true }, signal ? { signal } : {});
+    return result.wouldRedrive ?? 0;
   }
 }
 
@@ -67,6 +49,7 @@ export async function fetchDeliveryDiagram(): Promise<string> {
 
 /** A sentence for an operator: the server's message and code, or what went wrong on the way. */
 export function describeError(error: unknown): string {
+  if (isHooklineApiError(error) && error.code === NETWORK_ERROR_CODE) return `Hookline could not be reached: ${error.message}`;
   if (isHooklineApiError(error)) {
     if (error.status === 401) return 'That API key was not accepted (401 unauthorized). Check your project\'s key and try again.';
     return `${error.message} (${error.code}, HTTP ${error.status})`;

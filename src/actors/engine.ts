@@ -3,17 +3,22 @@ import { mkdirSync } from 'node:fs';
 import type { Settings } from '../config/settings.js';
 import { HooklineError } from '../errors.js';
 import { idLowerBound, newProjectId, newSortableId } from '../store/ids.js';
+import type { DeliveryStatus } from '../machines/index.js';
+import { countDeliveriesByStatus } from '../store/delivery-query.js';
+import type { UnstoredSteps } from '../store/delivery-query.js';
+import type { DeliveryRecord } from '../store/records.js';
 import { HooklineStore } from '../store/store.js';
 import type { EventInput } from '../transport/event-input.js';
 import { isBlockedAddress } from '../transport/address-guard.js';
 import { HttpSender } from '../transport/http-sender.js';
-import type { EventSink, InboundTransport, Rejection } from '../transport/types.js';
+import type { BatchEventSink, InboundTransport, Rejection } from '../transport/types.js';
 import type { Clock } from './clock.js';
 import { systemClock } from './clock.js';
 import { DeliveryScheduler } from './delivery-scheduler.js';
 import { EngineMetrics } from './engine-metrics.js';
 import type { DeliverySender, IngestResult, Logger } from './project-actor.js';
 import { ProjectActor } from './project-actor.js';
+import { operationalStoreId, projectOfStoreId } from './operational-events.js';
 
 export interface EngineOptions {
   settings: Settings;
@@ -42,6 +47,8 @@ const PRUNE_BATCH = 10_000;
 
 const silentLogger: Logger = { info() {}, warn() {}, error() {} };
 
+const shuttingDown = () => new HooklineError('HOOKLINE_ERR_SHUTTING_DOWN', 'this node is draining; send the event again shortly');
+
 export function hashApiKey(apiKey: string): string {
   return createHash('sha256').update(apiKey).digest('hex');
 }
@@ -54,7 +61,7 @@ export function generateApiKey(): string {
  * The delivery engine of one node: the store, the scheduler, the outbound sender and one actor per
  * project, started from what LMDB holds. Transports feed it through `ingest` (it is their EventSink).
  */
-export class Engine implements EventSink {
+export class Engine implements BatchEventSink {
   readonly store: HooklineStore;
   readonly metrics: EngineMetrics;
   readonly scheduler: DeliveryScheduler;
@@ -85,7 +92,7 @@ export class Engine implements EventSink {
         ...(settings.allowPrivateNetworks ? {} : { isBlockedAddress }),
       });
     this.transports = options.transports ?? [];
-    this.scheduler = new DeliveryScheduler(this.clock, (entry) => this.actors.get(entry.projectId)?.onDue(entry.deliveryId, entry.dueAt));
+    this.scheduler = new DeliveryScheduler(this.clock, (entry) => this.actors.get(projectOfStoreId(entry.projectId))?.onDue(entry.deliveryId, entry.dueAt));
     this.metrics = new EngineMetrics({
       liveDeliveries: () => this.liveBudget.count,
       readyQueueDepth: () => this.sumOverActors((actor) => actor.readyCount),
@@ -144,8 +151,51 @@ export class Engine implements EventSink {
   }
 
   ingest(projectId: string, input: EventInput): Promise<IngestResult> {
-    if (this.stopping) return Promise.reject(new HooklineError('HOOKLINE_ERR_SHUTTING_DOWN', 'this node is draining; send the event again shortly'));
-    return this.actorFor(projectId).ingest(input);
+    if (this.stopping) return Promise.reject(shuttingDown());
+    // actorFor throws for a project that does not exist (or moved): a rejection, like every refusal.
+    return new Promise((resolve) => resolve(this.actorFor(projectId).ingest(input)));
+  }
+
+  async ingestBatch(projectId: string, inputs: readonly EventInput[]): Promise<Array<PromiseSettledResult<IngestResult>>> {
+    if (this.stopping) throw shuttingDown();
+    const actor = this.actorFor(projectId);
+    // Asked once for the batch, so that a node already refusing answers it with one 503. A limit
+    // reached during the batch refuses the events after it on their own (they show in a 207).
+    const refusal = actor.admissionRefusal(inputs.some((input) => actor.matches(input)));
+    if (refusal) throw refusal;
+    // Every event is issued in this one event-loop turn, so lmdb-js commits all their writes in one
+    // transaction (one fsync); copies of one id within the batch meet in the actor's de-duplication.
+    return Promise.allSettled(inputs.map((input) => actor.ingest(input)));
+  }
+
+  /** A delivery as the API shows it: as stored, with the steps its actor has not stored yet. */
+  readDelivery(projectId: string, deliveryId: string): DeliveryRecord | undefined {
+    const actor = this.actors.get(projectId);
+    return actor ? actor.readDelivery(deliveryId) : this.store.getDelivery(projectId, deliveryId);
+  }
+
+  /** Steps a project's actor has made and not stored yet (for `queryDeliveries`). */
+  unstoredSteps(projectId: string): UnstoredSteps {
+    const actor = this.actors.get(projectId);
+    if (!actor) return { changes: () => [], idsShownAs: () => [] };
+    return {
+      changes: (deliveryId) => actor.unstoredChanges(deliveryId),
+      idsShownAs: (status) => [...actor.statusesNotStored()].filter(({ shown }) => shown === status).map(({ id }) => id),
+    };
+  }
+
+  /** How many of a project's deliveries are in each status, an attempt in flight counted as `delivering`. */
+  countDeliveriesByStatus(projectId: string): Record<DeliveryStatus, number> {
+    const counts = countDeliveriesByStatus(this.store, projectId);
+    for (const { id, shown } of this.actors.get(projectId)?.statusesNotStored() ?? []) {
+      // What the index counted is read back, not remembered: a commit can be visible before its
+      // writer learns that it landed.
+      const indexed = this.store.getDeliveryHead(projectId, id)?.status;
+      if (indexed === undefined || indexed === shown) continue;
+      counts[indexed]--;
+      counts[shown]++;
+    }
+    return counts;
   }
 
   async reject(rejection: Rejection): Promise<void> {
@@ -204,10 +254,13 @@ export class Engine implements EventSink {
     for (const project of this.store.allProjects()) {
       if (!owns(project.id)) continue;
       for (const status of ['pending', 'delivering', 'retrying'] as const) {
-        for (const id of this.store.deliveryIdsByStatus(project.id, status)) {
-          const record = this.store.getDelivery(project.id, id);
-          if (!record) continue;
-          this.actorFor(project.id).restore(record);
+        // The status index alone, in key order: no head or log is read (1,000,000 live resume in seconds).
+        for (const { id, schedule } of this.store.deliverySchedules(project.id, status)) {
+          this.actorFor(project.id).restore(id, status, schedule);
+          resumed++;
+        }
+        for (const { id, schedule } of this.store.deliverySchedules(operationalStoreId(project.id), status)) {
+          this.actorFor(project.id).restoreOperational(id, status, schedule);
           resumed++;
         }
       }
@@ -233,7 +286,11 @@ export class Engine implements EventSink {
   async pruneExpired(): Promise<number> {
     const cutoffId = idLowerBound('dlv', this.clock.now() - this.settings.retentionMs);
     let pruned = 0;
-    for (const project of this.store.allProjects()) if (this.owns(project.id)) pruned += await this.store.pruneTerminal(project.id, cutoffId, PRUNE_BATCH);
+    for (const project of this.store.allProjects()) {
+      if (!this.owns(project.id)) continue;
+      pruned += await this.store.pruneTerminal(project.id, cutoffId, PRUNE_BATCH);
+      pruned += await this.store.pruneTerminal(operationalStoreId(project.id), cutoffId, PRUNE_BATCH);
+    }
     if (pruned > 0) this.logger.info({ pruned }, 'pruned terminal deliveries past retention');
     return pruned;
   }

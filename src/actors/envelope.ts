@@ -10,17 +10,13 @@ export function envelopeTimestamp(given: string | undefined, nowMs: number): str
   return given === undefined ? isoTime(nowMs) : withNumericOffset(given);
 }
 
+function envelopeOf(input: EventInput, eventId: string, nowMs: number) {
+  return { version: 'v1', id: eventId, type: input.type, metadata: input.metadata ?? {}, data: input.data, timestamp: envelopeTimestamp(input.timestamp, nowMs) };
+}
+
 /** The exact bytes POSTed to the receiver, built once at ingest and signed and replayed as they are. */
 export function buildEnvelope(input: EventInput, eventId: string, nowMs: number): Uint8Array {
-  const envelope = {
-    version: 'v1',
-    id: eventId,
-    type: input.type,
-    metadata: input.metadata ?? {},
-    data: input.data,
-    timestamp: envelopeTimestamp(input.timestamp, nowMs),
-  };
-  return Buffer.from(JSON.stringify(envelope));
+  return Buffer.from(JSON.stringify(envelopeOf(input, eventId, nowMs)));
 }
 
 function canonicalJson(value: unknown): string {
@@ -41,4 +37,28 @@ function canonicalJson(value: unknown): string {
  */
 export function eventFingerprint(input: EventInput): string {
   return createHash('sha256').update(canonicalJson({ type: input.type, data: input.data, metadata: input.metadata ?? {}, timestamp: input.timestamp ?? null })).digest('base64url');
+}
+
+/** What a repeat is compared with: the first ingest of the id, as stored (or still being stored). */
+export interface FirstIngest {
+  readonly fingerprint: string;
+  /** The envelope the first ingest made; absent while it is being stored. */
+  readonly envelope?: Uint8Array;
+}
+
+/**
+ * Whether `input`, sent under the id of an event already taken, is that event again (a repeat, to
+ * be answered as the first was) rather than another event reusing the id (a conflict). It is when
+ * it is the same request (the fingerprint), or when it asks for the very envelope already made: a
+ * producer that sends again what it was delivered spells out the timestamp the server made for an
+ * event sent without one, and `+00:00` for the `Z` it sent. Events stored without an id by earlier
+ * versions have an empty fingerprint; for them, a repeat without a timestamp takes the stored one.
+ */
+export function isRepeatOf(input: EventInput, first: FirstIngest): boolean {
+  if (eventFingerprint(input) === first.fingerprint) return true;
+  if (first.envelope === undefined || (input.timestamp === undefined && first.fingerprint !== '')) return false;
+  const stored = JSON.parse(Buffer.from(first.envelope).toString('utf8')) as { id: string; timestamp: string };
+  const asked = envelopeOf(input, stored.id, 0);
+  if (input.timestamp === undefined) asked.timestamp = stored.timestamp;
+  return canonicalJson(asked) === canonicalJson(stored);
 }

@@ -1,21 +1,25 @@
 import { HooklineError } from '../errors.js';
+import { matchesFilter } from '../filter/evaluate.js';
 import { deliveryTable } from '../machines/index.js';
-import type { DeliveryCounters, DeliveryEventType, DeliveryStatus, DeliveryStep } from '../machines/index.js';
-import { nodeHmacBackend } from '../signing/node-hmac.js';
-import { formatSignatureHeader, secretsToKeys } from '../signing/sign.js';
+import type { DeliveryStatus } from '../machines/index.js';
+import { headOf, withChanges } from '../store/delivery-model.js';
 import { newDeliveryId, newEventId } from '../store/ids.js';
-import type { DeliveryRecord, EventRecord, IngestAnswer, TransitionRecord, WebhookRecord } from '../store/records.js';
-import type { HooklineStore } from '../store/store.js';
+import type { DeliveryChange, DeliveryRecord, DeliverySchedule, EventRecord, IngestAnswer } from '../store/records.js';
+import type { EventType } from '../sdk/types.js';
 import type { EventInput } from '../transport/event-input.js';
-import type { AttemptOutcome, SendRequest } from '../transport/http-sender.js';
-import type { Clock } from './clock.js';
-import type { DeliveryScheduler } from './delivery-scheduler.js';
-import type { EngineMetrics } from './engine-metrics.js';
-import { buildEnvelope, eventFingerprint } from './envelope.js';
-import { FifoQueue } from './fifo-queue.js';
-import { decideRetry } from './retry-policy.js';
-import type { ConfigureInput } from './webhook-settings.js';
-import { configureWebhook, disableWebhook, rotateSecret, signingSecrets } from './webhook-settings.js';
+import type { ProjectActorDeps } from './delivery-lifecycle.js';
+import { DeliveryLifecycle } from './delivery-lifecycle.js';
+import type { FirstIngest } from './envelope.js';
+import { buildEnvelope, eventFingerprint, isRepeatOf } from './envelope.js';
+import type { LiveDelivery } from './live-delivery.js';
+import { liveFromHead, liveFromSchedule } from './live-delivery.js';
+import { nextDeliveryId } from './ordered-line.js';
+import type { ConfigureInput, Webhook } from './webhook-settings.js';
+import { configureWebhook, operationalTarget, rotateSecret, withWebhookDefaults } from './webhook-settings.js';
+import type { OperationalEventData, OperationalEventType } from './operational-events.js';
+import { operationalEnvelope, operationalStoreId } from './operational-events.js';
+
+export type { DeliverySender, Logger, ProjectActorDeps } from './delivery-lifecycle.js';
 
 /**
  * One project's actor. It owns the project's configuration snapshot and its live deliveries, and is
@@ -23,43 +27,9 @@ import { configureWebhook, disableWebhook, rotateSecret, signingSecrets } from '
  * synchronously before its first `await`, so handlers never interleave halfway through a change,
  * and persistence is queued in the same order the changes were made.
  *
- * A live delivery moves on the compiled delivery table (the XState machine, without its per-step
- * cost). The table names effects (`scheduleRetry`, `makeDueNow`, `startRound`, `recordDeadLetter`);
- * `runEffects` gives them meaning here. Deliveries stay in memory until their terminal state is
- * committed, so anything not in memory can be read from LMDB as it is.
+ * This file holds what brings deliveries in: ingest, and the recovery operations (restart, retry,
+ * redrive, replay). What happens to a delivery once it is live is `DeliveryLifecycle`'s.
  */
-
-export interface DeliverySender {
-  send(request: SendRequest): Promise<AttemptOutcome>;
-}
-
-export interface Logger {
-  info(object: object, message?: string): void;
-  warn(object: object, message?: string): void;
-  error(object: object, message?: string): void;
-}
-
-export interface ProjectActorDeps {
-  store: HooklineStore;
-  scheduler: DeliveryScheduler;
-  sender: DeliverySender;
-  clock: Clock;
-  random: () => number;
-  metrics: EngineMetrics;
-  logger: Logger;
-  retrySchedule: readonly number[];
-  retryJitter: boolean;
-  disableAfterMs: number;
-  endpointConcurrency: number;
-  /** Shared by every actor of the engine: deliveries held in memory, and the most allowed. */
-  liveBudget: { count: number; readonly max: number };
-  /**
-   * Cluster mode: whether this node may act for the project right now (its partition's lease is
-   * valid). Checked before every attempt, so a node that lost its lease starts none.
-   * @default always
-   */
-  mayAct?: () => boolean;
-}
 
 export interface IngestResult {
   answer: IngestAnswer;
@@ -67,53 +37,47 @@ export interface IngestResult {
   duplicate: boolean;
 }
 
-interface LiveDelivery {
-  id: string;
-  eventId: string;
-  status: DeliveryStatus;
-  counters: DeliveryCounters;
-  nextAttemptAt: number | null;
-  /** Held only until the first attempt, so a retrying delivery costs no envelope in memory. */
-  envelope: Uint8Array | null;
-  queued: boolean;
-}
-
-const USER_AGENT = 'Hookline/0.1 (+https://www.standardwebhooks.com)';
-
 export class ProjectActor {
-  private webhook: WebhookRecord | undefined;
-  private readonly live = new Map<string, LiveDelivery>();
-  private readonly ready = new FifoQueue<LiveDelivery>();
+  private webhook: Webhook | undefined;
   private readonly ingesting = new Map<string, { fingerprint: string; result: Promise<IngestResult> }>();
-  private inflight = 0;
-  /** Store writes (and their replication) not yet settled; a drain waits for them. */
-  private readonly pendingWrites = new Set<Promise<unknown>>();
-  private draining = false;
-  private idleWaiters: Array<() => void> = [];
-  private signingKeys: { keys: Uint8Array[]; validUntil: number } | null = null;
+  private readonly lifecycle: DeliveryLifecycle;
+  /** Hookline's own events about the project, to its operational URL (operational-events.ts). */
+  private readonly operational: DeliveryLifecycle;
+  private lastDeliveryId = '';
+  private operationalView: { of: Webhook | undefined; target: Webhook | undefined } = { of: undefined, target: undefined };
 
   constructor(
     readonly projectId: string,
     private readonly deps: ProjectActorDeps,
   ) {
-    this.webhook = deps.store.getWebhook(projectId);
+    this.webhook = withWebhookDefaults(deps.store.getWebhook(projectId));
+    this.lifecycle = new DeliveryLifecycle(projectId, deps, {
+      webhook: () => this.webhook,
+      save: (webhook) => this.saveWebhook(webhook),
+      notify: (type, data) => this.notifyOperational(type, data),
+    });
+    this.operational = new DeliveryLifecycle(operationalStoreId(projectId), deps, {
+      webhook: () => this.operationalTarget(),
+      // Nothing to save: an operational delivery never changes the configuration.
+      save: () => Promise.resolve(),
+    });
   }
 
   get liveCount(): number {
-    return this.live.size;
+    return this.lifecycle.liveCount + this.operational.liveCount;
   }
 
   get readyCount(): number {
-    return this.ready.length;
+    return this.lifecycle.readyCount + this.operational.readyCount;
   }
 
-  getWebhook(): WebhookRecord | undefined {
+  getWebhook(): Webhook | undefined {
     return this.webhook;
   }
 
   // Configuration -------------------------------------------------------------------------------
 
-  async configure(input: ConfigureInput): Promise<WebhookRecord> {
+  async configure(input: ConfigureInput): Promise<Webhook> {
     const webhook = configureWebhook(this.webhook, input, this.deps.clock.now());
     await this.saveWebhook(webhook);
     return webhook;
@@ -126,31 +90,58 @@ export class ProjectActor {
     return { secret: webhook.secrets[0]!.secret, previousSecretExpiresAt };
   }
 
-  requireWebhook(): WebhookRecord {
+  requireWebhook(): Webhook {
     if (!this.webhook) throw new HooklineError('HOOKLINE_ERR_WEBHOOK_NOT_CONFIGURED', 'no webhook is configured for this project; PUT /v1/webhook first');
     return this.webhook;
   }
 
-  private saveWebhook(webhook: WebhookRecord): Promise<void> {
+  private saveWebhook(webhook: Webhook): Promise<void> {
     this.webhook = webhook;
-    this.signingKeys = null;
-    const saved = this.tracked(this.deps.store.putWebhook(this.projectId, webhook));
-    this.pump();
+    const saved = this.lifecycle.tracked(this.deps.store.putWebhook(this.projectId, webhook));
+    this.lifecycle.configurationChanged();
+    this.operational.configurationChanged();
     return saved;
+  }
+
+  /** The operational deliveries' configuration, derived once per configuration. */
+  private operationalTarget(): Webhook | undefined {
+    if (this.operationalView.of !== this.webhook) this.operationalView = { of: this.webhook, target: operationalTarget(this.webhook) };
+    return this.operationalView.target;
+  }
+
+  /**
+   * Stores an operational event and its delivery under the project's operational store id, then
+   * hands it to the operational lifecycle. Not sent (nor stored) without an operational URL.
+   */
+  private notifyOperational<Type extends OperationalEventType>(type: Type, data: OperationalEventData[Type]): void {
+    if (!this.webhook?.operationalUrl || this.lifecycle.isDraining) return;
+    const now = this.deps.clock.now();
+    const id = newEventId(now);
+    const envelope = operationalEnvelope(id, type, data, now);
+    // Only this actor reads the operational store id, and it knows these types are its own.
+    const storedType = type as unknown as EventType;
+    const delivery = this.newDeliveryRecord(id, storedType, now);
+    const event: EventRecord = { id, type: storedType, fingerprint: '', envelope, createdAt: now, answer: { id, deliveryId: delivery.id }, deliveryIds: [delivery.id] };
+    this.operational.tracked(this.deps.store.writeIngest(operationalStoreId(this.projectId), event, delivery)).then(
+      () => this.operational.admit(headOf(delivery), envelope),
+      (error: unknown) => this.deps.logger.error({ err: error, projectId: this.projectId, type }, 'could not store an operational event; it is not sent'),
+    );
   }
 
   // Ingest --------------------------------------------------------------------------------------
 
   ingest(input: EventInput): Promise<IngestResult> {
-    if (this.draining) return Promise.reject(new HooklineError('HOOKLINE_ERR_SHUTTING_DOWN', 'this node is draining; send the event again shortly'));
+    if (this.lifecycle.isDraining) return Promise.reject(new HooklineError('HOOKLINE_ERR_SHUTTING_DOWN', 'this node is draining; send the event again shortly'));
     const now = this.deps.clock.now();
-    if (input.id === undefined) return this.storeNewEvent(input, newEventId(now), '', now);
-
+    // Fingerprinted even without an id: the producer may send it again under the id it was given.
     const fingerprint = eventFingerprint(input);
+    if (input.id === undefined) return this.storeNewEvent(input, newEventId(now), fingerprint, now);
+
     const sameId = this.ingesting.get(input.id);
-    if (sameId) return sameId.result.then((first) => this.repeatOf(fingerprint, sameId.fingerprint, first.answer));
+    if (sameId) return sameId.result.then((first) => this.repeatOf(input, sameId, first.answer));
     const stored = this.deps.store.getEvent(this.projectId, input.id);
-    if (stored) return Promise.resolve(this.repeatOf(fingerprint, stored.fingerprint, stored.answer));
+    // A promise constructor, so that a conflict is a rejection like every other refusal, never a throw.
+    if (stored) return new Promise((resolve) => resolve(this.repeatOf(input, stored, stored.answer)));
 
     const result = this.storeNewEvent(input, input.id, fingerprint, now);
     const entry = { fingerprint, result };
@@ -160,27 +151,45 @@ export class ProjectActor {
     return result;
   }
 
-  private repeatOf(fingerprint: string, firstFingerprint: string, answer: IngestAnswer): IngestResult {
-    if (fingerprint !== firstFingerprint) {
+  private repeatOf(input: EventInput, first: FirstIngest, answer: IngestAnswer): IngestResult {
+    if (!isRepeatOf(input, first)) {
       throw new HooklineError('HOOKLINE_ERR_EVENT_ID_CONFLICT', `event ${answer.id} was already accepted with a different body; use a new id for a new event`);
     }
     return { answer, duplicate: true };
   }
 
-  private async storeNewEvent(input: EventInput, eventId: string, fingerprint: string, now: number): Promise<IngestResult> {
-    const matched = this.webhook !== undefined && this.webhook.eventTypes.includes(input.type);
+  /** Whether the event gets a delivery under the current configuration: its type, then the payload filter. */
+  matches(input: EventInput): boolean {
+    const webhook = this.webhook;
+    if (webhook === undefined || !webhook.eventTypes.includes(input.type)) return false;
+    return webhook.filter === null || matchesFilter(webhook.filter, { type: input.type, metadata: input.metadata ?? {}, data: input.data });
+  }
+
+  /**
+   * Why no new event (a matching one, when `matched`) may be stored now, or null. A batch asks
+   * once before any of its events, so that a node already refusing answers it whole.
+   */
+  admissionRefusal(matched: boolean): HooklineError | null {
+    if (this.lifecycle.isDraining) return new HooklineError('HOOKLINE_ERR_SHUTTING_DOWN', 'this node is draining; send the event again shortly');
     if (matched && this.deps.liveBudget.count >= this.deps.liveBudget.max) {
-      throw new HooklineError('HOOKLINE_ERR_OVERLOADED', `${this.deps.liveBudget.count} deliveries are already waiting (HOOKLINE_MAX_LIVE_DELIVERIES); nothing was stored, send again shortly`, { retryAfterSeconds: 5 });
+      return new HooklineError('HOOKLINE_ERR_OVERLOADED', `${this.deps.liveBudget.count} deliveries are already waiting (HOOKLINE_MAX_LIVE_DELIVERIES); nothing was stored, send again shortly`, { retryAfterSeconds: 5 });
     }
     if (this.deps.store.isOverQuota()) {
-      throw new HooklineError('HOOKLINE_ERR_STORAGE_FULL', 'the data directory is at HOOKLINE_MAX_DATA_SIZE or its disk is nearly full; nothing was stored. Free space or raise the limit; stored events are still being delivered', { retryAfterSeconds: 30 });
+      return new HooklineError('HOOKLINE_ERR_STORAGE_FULL', 'the data directory is at HOOKLINE_MAX_DATA_SIZE or its disk is nearly full; nothing was stored. Free space or raise the limit; stored events are still being delivered', { retryAfterSeconds: 30 });
     }
+    return null;
+  }
+
+  private async storeNewEvent(input: EventInput, eventId: string, fingerprint: string, now: number): Promise<IngestResult> {
+    const matched = this.matches(input);
+    const refusal = this.admissionRefusal(matched);
+    if (refusal) throw refusal;
     const envelope = buildEnvelope(input, eventId, now);
     const delivery = matched ? this.newDeliveryRecord(eventId, input.type, now) : null;
     const answer: IngestAnswer = { id: eventId, deliveryId: delivery?.id ?? null };
     const event: EventRecord = { id: eventId, type: input.type, fingerprint, envelope, createdAt: now, answer, deliveryIds: delivery ? [delivery.id] : [] };
     try {
-      await this.tracked(this.deps.store.writeIngest(this.projectId, event, delivery));
+      await this.lifecycle.tracked(this.deps.store.writeIngest(this.projectId, event, delivery));
     } catch (error) {
       const code = (error as { code?: unknown }).code;
       if (code === 'ENOSPC' || code === 'MDB_MAP_FULL' || /MDB_MAP_FULL|ENOSPC|No space left/.test(String((error as Error).message))) {
@@ -189,14 +198,16 @@ export class ProjectActor {
       throw new HooklineError('HOOKLINE_ERR_STORAGE', 'the event could not be stored durably and was not accepted; send it again', { cause: error, retryAfterSeconds: 1 });
     }
     this.deps.metrics.eventsIngested.inc({ matched: String(matched) });
-    if (delivery) this.admit(delivery, envelope);
+    if (delivery) this.lifecycle.admit(headOf(delivery), envelope);
     return { answer, duplicate: false };
   }
 
   private newDeliveryRecord(eventId: string, eventType: DeliveryRecord['eventType'], now: number): DeliveryRecord {
     const firstDelay = this.deps.retrySchedule[0] ?? 0;
+    // Strictly increasing, so that ordered delivery finds ingest order again after a restart.
+    this.lastDeliveryId = nextDeliveryId(newDeliveryId(now), this.lastDeliveryId);
     return {
-      id: newDeliveryId(now),
+      id: this.lastDeliveryId,
       eventId,
       eventType,
       status: 'pending',
@@ -211,43 +222,64 @@ export class ProjectActor {
     };
   }
 
-  /** Takes a committed, non-terminal delivery into memory and onto the ready queue or the scheduler. */
-  private admit(record: DeliveryRecord, envelope: Uint8Array | null): void {
-    const delivery: LiveDelivery = {
-      id: record.id,
-      eventId: record.eventId,
-      status: record.status,
-      counters: { attempts: record.attempts, roundAttempts: record.roundAttempts, maxAttempts: record.roundSize },
-      nextAttemptAt: record.nextAttemptAt,
-      envelope,
-      queued: false,
-    };
-    this.hold(delivery);
-    this.scheduleOrQueue(delivery);
+  // Reads ---------------------------------------------------------------------------------------
+
+  /** The delivery as stored, with the steps made in memory and not yet stored (an attempt in flight). */
+  readDelivery(deliveryId: string): DeliveryRecord | undefined {
+    const record = this.deps.store.getDelivery(this.projectId, deliveryId);
+    return record && withChanges(record, this.lifecycle.unwrittenChanges(deliveryId));
+  }
+
+  /** Whether the delivery is held in memory (live). */
+  holds(deliveryId: string): boolean {
+    return this.lifecycle.get(deliveryId) !== undefined;
+  }
+
+  /** Steps of a live delivery made in memory and not yet stored. */
+  unstoredChanges(deliveryId: string): DeliveryChange[] {
+    return this.lifecycle.unwrittenChanges(deliveryId);
+  }
+
+  /** Status of each live delivery whose latest step is not stored yet, as stored and as shown. */
+  statusesNotStored(): Iterable<{ id: string; shown: DeliveryStatus }> {
+    return this.lifecycle.statusesNotStored();
+  }
+
+  /** Due time reached (from the scheduler), for a delivery of the project or one of its operational ones. */
+  onDue(deliveryId: string, dueAt: number): void {
+    (this.lifecycle.get(deliveryId) ? this.lifecycle : this.operational).onDue(deliveryId, dueAt);
   }
 
   // Recovery: restart, retry, redrive, replay ---------------------------------------------------
 
-  /** Resumes a delivery found live in LMDB at start; one caught mid-attempt is attempted again. */
-  restore(record: DeliveryRecord): void {
-    this.admit(record, null);
+  /** Resumes a delivery found live in LMDB at start (from its status index entry); one caught mid-attempt is attempted again. */
+  restore(deliveryId: string, status: DeliveryStatus, schedule: DeliverySchedule, lifecycle: DeliveryLifecycle = this.lifecycle): void {
+    // New ids sort after resumed ones even when this node's clock is behind the previous owner's.
+    if (deliveryId > this.lastDeliveryId) this.lastDeliveryId = deliveryId;
+    const delivery = lifecycle.resume(liveFromSchedule(deliveryId, status, schedule));
     // The stored status decides: a due `pending`/`retrying` delivery is already `delivering` again
     // here, its new attempt started by `admit`, and must not be taken for an interrupted one.
-    if (record.status === 'delivering') this.step(this.live.get(record.id)!, 'ATTEMPT_INTERRUPTED');
+    if (status === 'delivering') lifecycle.step(delivery, 'ATTEMPT_INTERRUPTED');
+  }
+
+  /** Resumes an operational delivery found live in LMDB at start (under the operational store id). */
+  restoreOperational(deliveryId: string, status: DeliveryStatus, schedule: DeliverySchedule): void {
+    this.restore(deliveryId, status, schedule, this.operational);
   }
 
   async retry(deliveryId: string): Promise<DeliveryRecord> {
-    const delivery = this.live.get(deliveryId) ?? this.loadTerminal(deliveryId);
+    const before = this.readDelivery(deliveryId);
+    if (!before) throw new HooklineError('HOOKLINE_ERR_DELIVERY_NOT_FOUND', `no delivery ${deliveryId} in this project`);
+    const delivery = this.lifecycle.get(deliveryId) ?? this.toLive(deliveryId);
     const step = deliveryTable.next(delivery.status, delivery.counters, { type: 'RETRY' });
     if (!step) {
       if (delivery.status === 'succeeded') throw new HooklineError('HOOKLINE_ERR_DELIVERY_SUCCEEDED', `delivery ${deliveryId} already succeeded; replay its event to send it again`);
       throw new HooklineError('HOOKLINE_ERR_DELIVERY_IN_PROGRESS', `delivery ${deliveryId} is ${delivery.status}; it will be attempted without a retry`);
     }
     // The record as the RETRY step left it: re-reading the store could show a later step, since
-    // the attempt it makes due may start (and commit) in the same write batch.
-    const record = await this.apply(delivery, 'RETRY', step);
-    if (!record) throw new HooklineError('HOOKLINE_ERR_DELIVERY_NOT_FOUND', `no delivery ${deliveryId} in this project`);
-    return record;
+    // the attempt it makes due may start (and commit) before this answer is sent.
+    const change = await this.lifecycle.apply(delivery, 'RETRY', step);
+    return withChanges(before, [change]);
   }
 
   /** Starts a new round for every dead-lettered delivery that matches; returns how many. */
@@ -256,13 +288,13 @@ export class ProjectActor {
     for (const id of this.deps.store.deliveryIdsByStatus(this.projectId, 'dead_lettered', filter)) {
       // Still in memory: either already moved on (skip), or dead-lettered with the commit visible but
       // not yet released from memory, which is a dead letter like any other.
-      const held = this.live.get(id);
+      const held = this.lifecycle.get(id);
       if (held && held.status !== 'dead_lettered') continue;
-      const record = this.deps.store.getDelivery(this.projectId, id);
-      if (!record || (filter.eventType !== undefined && record.eventType !== filter.eventType)) continue;
-      const delivery = held ?? this.toLive(record);
+      const head = this.deps.store.getDeliveryHead(this.projectId, id);
+      if (!head || (filter.eventType !== undefined && head.eventType !== filter.eventType)) continue;
+      const delivery = held ?? liveFromHead(head, null);
       const step = deliveryTable.next(delivery.status, delivery.counters, { type: 'REDRIVE' });
-      if (step) writes.push(this.apply(delivery, 'REDRIVE', step));
+      if (step) writes.push(this.lifecycle.apply(delivery, 'REDRIVE', step));
     }
     await Promise.all(writes);
     return writes.length;
@@ -273,251 +305,31 @@ export class ProjectActor {
     if (!event) throw new HooklineError('HOOKLINE_ERR_EVENT_NOT_FOUND', `no stored event ${eventId} in this project`);
     if (!this.webhook) throw new HooklineError('HOOKLINE_ERR_NO_WEBHOOK_FOR_REPLAY', 'no webhook is configured to replay to; PUT /v1/webhook first');
     const record = this.newDeliveryRecord(eventId, event.type, this.deps.clock.now());
-    await this.tracked(this.deps.store.writeReplay(this.projectId, eventId, record));
-    this.admit(record, event.envelope);
+    await this.lifecycle.tracked(this.deps.store.writeReplay(this.projectId, eventId, record));
+    this.lifecycle.admit(headOf(record), event.envelope);
     return record.id;
   }
 
-  private loadTerminal(deliveryId: string): LiveDelivery {
-    const record = this.deps.store.getDelivery(this.projectId, deliveryId);
-    if (!record) throw new HooklineError('HOOKLINE_ERR_DELIVERY_NOT_FOUND', `no delivery ${deliveryId} in this project`);
-    return this.toLive(record);
-  }
-
-  private toLive(record: DeliveryRecord): LiveDelivery {
-    return {
-      id: record.id,
-      eventId: record.eventId,
-      status: record.status,
-      counters: { attempts: record.attempts, roundAttempts: record.roundAttempts, maxAttempts: record.roundSize },
-      nextAttemptAt: record.nextAttemptAt,
-      envelope: null,
-      queued: false,
-    };
-  }
-
-  // Delivery lifecycle --------------------------------------------------------------------------
-
-  /** Due time reached (from the scheduler). Stale entries (rescheduled since) are ignored. */
-  onDue(deliveryId: string, dueAt: number): void {
-    const delivery = this.live.get(deliveryId);
-    if (!delivery || delivery.nextAttemptAt !== dueAt || delivery.queued) return;
-    if (delivery.status !== 'pending' && delivery.status !== 'retrying') return;
-    this.enqueue(delivery);
-  }
-
-  private scheduleOrQueue(delivery: LiveDelivery): void {
-    if (delivery.status !== 'pending' && delivery.status !== 'retrying') return;
-    const dueAt = delivery.nextAttemptAt ?? 0;
-    if (dueAt <= this.deps.clock.now()) this.enqueue(delivery);
-    else this.deps.scheduler.schedule({ dueAt, projectId: this.projectId, deliveryId: delivery.id });
-  }
-
-  private enqueue(delivery: LiveDelivery): void {
-    if (delivery.queued) return;
-    delivery.queued = true;
-    this.ready.push(delivery);
-    this.pump();
-  }
-
-  /** Starts attempts while the endpoint is active and under its concurrency cap. */
-  private pump(): void {
-    if (this.webhook?.state !== 'active' || this.draining || this.deps.mayAct?.() === false) return;
-    while (this.inflight < this.deps.endpointConcurrency && this.ready.length > 0) {
-      const delivery = this.ready.shift()!;
-      delivery.queued = false;
-      if (delivery.status === 'pending' || delivery.status === 'retrying') this.startAttempt(delivery);
-    }
-  }
-
-  private startAttempt(delivery: LiveDelivery): void {
-    const webhook = this.webhook!;
-    const startedAt = this.deps.clock.now();
-    const envelope = delivery.envelope ?? this.deps.store.getEvent(this.projectId, delivery.eventId)?.envelope;
-    this.step(delivery, 'START_ATTEMPT');
-    this.inflight++;
-    if (!envelope) {
-      const error = 'the stored event is missing (pruned or corrupted)';
-      this.finishAttempt(delivery, { ok: false, statusCode: null, durationMs: 0, error, errorCode: 'invalid_response', responseBody: '', retryAfterMs: null }, startedAt);
-      return;
-    }
-    const timestamp = String(Math.floor(startedAt / 1000));
-    const keys = this.currentSigningKeys(startedAt);
-    const signature = formatSignatureHeader(keys.map((key) => nodeHmacBackend.sign(key, delivery.id, timestamp, envelope)));
-    const headers = { 'webhook-id': delivery.id, 'webhook-timestamp': timestamp, 'webhook-signature': signature, 'user-agent': USER_AGENT };
-    this.deps.sender
-      .send({ url: webhook.callbackUrl, headers, body: envelope })
-      .then((outcome) => this.finishAttempt(delivery, outcome, startedAt))
-      .catch((error: unknown) => this.deps.logger.error({ err: error, projectId: this.projectId, deliveryId: delivery.id }, 'attempt bookkeeping failed'));
-  }
-
-  private finishAttempt(delivery: LiveDelivery, outcome: AttemptOutcome, startedAt: number): void {
-    this.inflight--;
-    const metrics = this.deps.metrics;
-    metrics.attempts.inc({ outcome: outcome.ok ? 'success' : (outcome.errorCode ?? 'failure') });
-    metrics.attemptSeconds.observe(outcome.durationMs / 1000);
-    const event: DeliveryEventType = outcome.ok ? 'ATTEMPT_SUCCEEDED' : 'ATTEMPT_FAILED';
-    const step = deliveryTable.next(delivery.status, delivery.counters, { type: event })!;
-    const attempt = {
-      attempt: step.context.attempts,
-      at: startedAt,
-      statusCode: outcome.statusCode,
-      durationMs: outcome.durationMs,
-      error: outcome.error,
-      errorCode: outcome.errorCode,
-      responseBody: outcome.responseBody,
-    };
-    delivery.envelope = null;
-    this.inBackground(this.apply(delivery, event, step, { attempt, outcome }), delivery.id);
-    this.trackEndpointHealth(outcome.ok);
-    if (this.inflight === 0 && this.idleWaiters.length > 0) for (const wake of this.idleWaiters.splice(0)) wake();
-    this.pump();
-  }
-
-  private step(delivery: LiveDelivery, event: DeliveryEventType): void {
-    const step = deliveryTable.next(delivery.status, delivery.counters, { type: event });
-    if (!step) throw new HooklineError('HOOKLINE_ERR_INTERNAL', `delivery ${delivery.id}: ${event} is not allowed in ${delivery.status}`);
-    this.inBackground(this.apply(delivery, event, step), delivery.id);
-  }
-
-  /**
-   * Applies a machine step to the live delivery, runs its effects and persists it. The returned
-   * promise resolves with the stored record once the change is committed; terminal deliveries
-   * leave memory only then.
-   */
-  private apply(delivery: LiveDelivery, event: DeliveryEventType, step: DeliveryStep, attemptInfo?: { attempt: DeliveryRecord['attemptLog'][number]; outcome: AttemptOutcome }): Promise<DeliveryRecord | undefined> {
-    const now = this.deps.clock.now();
-    delivery.status = step.state;
-    delivery.counters = step.context;
-    delivery.nextAttemptAt = null;
-    this.hold(delivery);
-    this.runEffects(delivery, step.actions, now, attemptInfo?.outcome);
-    if (step.state === 'pending') delivery.nextAttemptAt ??= now;
-    const transitions: TransitionRecord[] = step.transitions.map((hop) => ({ from: hop.from, to: hop.to, event, at: now }));
-    const committed = this.tracked(this.deps.store.applyDeliveryChange(this.projectId, delivery.id, {
-      status: delivery.status,
-      attempts: delivery.counters.attempts,
-      roundAttempts: delivery.counters.roundAttempts,
-      roundSize: delivery.counters.maxAttempts,
-      nextAttemptAt: delivery.nextAttemptAt,
-      updatedAt: now,
-      transitions,
-      ...(attemptInfo ? { attempt: attemptInfo.attempt } : {}),
-    }));
-    if (step.state === 'succeeded' || step.state === 'dead_lettered') {
-      this.deps.metrics.deliveriesFinished.inc({ status: step.state });
-      return committed.finally(() => {
-        if (this.live.get(delivery.id) === delivery && delivery.status === step.state) this.release(delivery.id);
-      });
-    }
-    if (step.state === 'pending' || step.state === 'retrying') this.scheduleOrQueue(delivery);
-    return committed;
-  }
-
-  /** The actor is being dropped (its partition moved): its deliveries no longer count against the budget. */
-  dropFromBudget(): void {
-    this.deps.liveBudget.count -= this.live.size;
-    this.live.clear();
-  }
-
-  private hold(delivery: LiveDelivery): void {
-    if (!this.live.has(delivery.id)) this.deps.liveBudget.count++;
-    this.live.set(delivery.id, delivery);
-  }
-
-  private release(deliveryId: string): void {
-    if (this.live.delete(deliveryId)) this.deps.liveBudget.count--;
-  }
-
-  /** The machine's named effects, bound to this actor's scheduler and clock. */
-  private runEffects(delivery: LiveDelivery, actions: readonly string[], now: number, outcome?: AttemptOutcome): void {
-    for (const action of actions) {
-      switch (action) {
-        case 'scheduleRetry': {
-          const schedule = this.deps.retrySchedule;
-          const decision = decideRetry({ roundAttempts: Math.min(delivery.counters.roundAttempts, schedule.length - 1), schedule, outcome: outcome ?? {}, now, random: this.deps.random, jitter: this.deps.retryJitter });
-          delivery.nextAttemptAt = decision.kind === 'retry' ? decision.dueAt : now;
-          break;
-        }
-        case 'makeDueNow':
-          delivery.nextAttemptAt = now;
-          break;
-        case 'startRound':
-          delivery.counters = { ...delivery.counters, maxAttempts: this.deps.retrySchedule.length };
-          delivery.nextAttemptAt = now;
-          break;
-        case 'recordDeadLetter':
-          this.deps.logger.warn({ projectId: this.projectId, deliveryId: delivery.id, attempts: delivery.counters.attempts }, 'delivery dead-lettered');
-          break;
-        default:
-          throw new HooklineError('HOOKLINE_ERR_INTERNAL', `no effect bound for machine action ${action}`);
-      }
-    }
-  }
-
-  private currentSigningKeys(now: number): Uint8Array[] {
-    if (!this.signingKeys || now >= this.signingKeys.validUntil) {
-      const { secrets, validUntil } = signingSecrets(this.webhook!, now);
-      this.signingKeys = { keys: secretsToKeys(secrets), validUntil };
-    }
-    return this.signingKeys.keys;
-  }
-
-  /** Auto-disable: an endpoint whose every attempt failed for `disableAfterMs` goes `disabled`. */
-  private trackEndpointHealth(succeeded: boolean): void {
-    const webhook = this.webhook;
-    if (!webhook) return;
-    const now = this.deps.clock.now();
-    if (succeeded) {
-      if (webhook.failingSince !== null) this.inBackground(this.saveWebhook({ ...webhook, failingSince: null }));
-      return;
-    }
-    if (webhook.failingSince === null) {
-      this.inBackground(this.saveWebhook({ ...webhook, failingSince: now }));
-      return;
-    }
-    if (now - webhook.failingSince < this.deps.disableAfterMs) return;
-    const reason = `every attempt failed since ${new Date(webhook.failingSince).toISOString()}`;
-    const disabled = disableWebhook(webhook, reason, now);
-    if (!disabled) return;
-    this.deps.logger.warn({ projectId: this.projectId, type: 'service.trigger.disabled', reason }, 'webhook endpoint disabled; PUT status "active" to resume (held deliveries are kept)');
-    this.inBackground(this.saveWebhook(disabled));
-  }
-
-  /**
-   * A write nobody waits for (state already changed in memory). A failure is logged, never thrown:
-   * the delivery carries on from memory and its next write brings the record up to date.
-   */
-  private inBackground(write: Promise<unknown>, deliveryId?: string): void {
-    write.catch((error: unknown) => this.deps.logger.error({ err: error, projectId: this.projectId, deliveryId }, 'could not persist a state change; it is kept in memory and written with the next change'));
+  /** A stored delivery not in memory (terminal), as it would be held. */
+  private toLive(deliveryId: string): LiveDelivery {
+    const head = this.deps.store.getDeliveryHead(this.projectId, deliveryId);
+    if (!head) throw new HooklineError('HOOKLINE_ERR_DELIVERY_NOT_FOUND', `no delivery ${deliveryId} in this project`);
+    return liveFromHead(head, null);
   }
 
   // Shutdown ------------------------------------------------------------------------------------
 
-  private tracked<T>(write: Promise<T>): Promise<T> {
-    this.pendingWrites.add(write);
-    const settle = () => this.pendingWrites.delete(write);
-    write.then(settle, settle);
-    return write;
-  }
-
   /**
    * Stops starting attempts and resolves when none is in flight and the changes already made are
-   * written (so a cluster node hands a partition on only after its last changes are replicated),
-   * or when the deadline passes.
+   * written, or when the deadline passes.
    */
-  drain(deadlineMs: number): Promise<void> {
-    this.draining = true;
-    if (this.inflight === 0 && this.pendingWrites.size === 0) return Promise.resolve();
-    const idle = new Promise<void>((resolve) => {
-      if (this.inflight === 0) resolve();
-      else this.idleWaiters.push(resolve);
-    });
-    const settled = idle.then(async () => {
-      while (this.pendingWrites.size > 0) await Promise.allSettled([...this.pendingWrites]);
-    });
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, deadlineMs)));
-    return Promise.race([settled, deadline]).finally(() => clearTimeout(timer));
+  async drain(deadlineMs: number): Promise<void> {
+    await Promise.all([this.lifecycle.drain(deadlineMs), this.operational.drain(deadlineMs)]);
+  }
+
+  /** The actor is being dropped (its partition moved): its deliveries no longer count against the budget. */
+  dropFromBudget(): void {
+    this.lifecycle.dropFromBudget();
+    this.operational.dropFromBudget();
   }
 }

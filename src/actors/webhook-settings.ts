@@ -1,4 +1,5 @@
 import { HooklineError } from '../errors.js';
+import type { FilterRule } from '../filter/rule.js';
 import { WEBHOOK_CONFIG_CONTEXT, webhookConfigTable } from '../machines/index.js';
 import type { EventType } from '../sdk/types.js';
 import { generateSecret } from '../signing/secret.js';
@@ -13,9 +14,28 @@ export interface ConfigureInput {
   callbackUrl: string;
   status: 'active' | 'paused';
   eventTypes: EventType[];
+  /** @default {} */
+  headers?: Record<string, string> | undefined;
+  /** @default null */
+  filter?: FilterRule | null | undefined;
+  /** @default null */
+  operationalUrl?: string | null | undefined;
+  /** @default 'unordered' */
+  ordering?: 'unordered' | 'fifo' | undefined;
 }
 
-export function configureWebhook(existing: WebhookRecord | undefined, input: ConfigureInput, now: number): WebhookRecord {
+/** The fields a record written before they existed lacks. */
+type AddedLater = 'headers' | 'filter' | 'ordering' | 'operationalUrl' | 'operationalSecret';
+/** A webhook configuration as the actor holds it: every field present. */
+export type Webhook = WebhookRecord & Required<Pick<WebhookRecord, AddedLater>>;
+
+/** A webhook record as read from LMDB: fields it was written without take their defaults. */
+export function withWebhookDefaults(stored: WebhookRecord | undefined): Webhook | undefined {
+  if (!stored) return undefined;
+  return { ...stored, headers: stored.headers ?? {}, filter: stored.filter ?? null, ordering: stored.ordering ?? 'unordered', operationalUrl: stored.operationalUrl ?? null, operationalSecret: stored.operationalSecret ?? null };
+}
+
+export function configureWebhook(existing: Webhook | undefined, input: ConfigureInput, now: number): Webhook {
   const step = webhookConfigTable.next(existing?.state ?? 'unconfigured', WEBHOOK_CONFIG_CONTEXT, { type: 'CONFIGURE', status: input.status });
   if (!step || step.state === 'unconfigured') throw new HooklineError('HOOKLINE_ERR_INTERNAL', `configuration machine refused CONFIGURE(${input.status}) in ${existing?.state}`);
   const state = step.state;
@@ -29,26 +49,54 @@ export function configureWebhook(existing: WebhookRecord | undefined, input: Con
     // The secret is made at the first PUT and kept by later ones.
     secrets: existing?.secrets ?? [{ secret: generateSecret(), createdAt: now, expiresAt: null }],
     failingSince: leavingDisabled ? null : (existing?.failingSince ?? null),
-    disabledAt: leavingDisabled ? null : (existing?.disabledAt ?? null),
+    // Kept when the operator re-activates: the endpoint's first success then reports its recovery.
+    disabledAt: existing?.disabledAt ?? null,
     disabledReason: leavingDisabled ? null : (existing?.disabledReason ?? null),
+    // PUT replaces the configuration: a field left out is cleared to its default.
+    headers: input.headers ?? {},
+    filter: input.filter ?? null,
+    ordering: input.ordering ?? 'unordered',
+    operationalUrl: input.operationalUrl ?? null,
+    operationalSecret: existing?.operationalSecret ?? (input.operationalUrl ? generateSecret() : null),
   };
 }
 
 /** Disables an endpoint that has failed for too long; null when the machine does not allow it now. */
-export function disableWebhook(existing: WebhookRecord, reason: string, now: number): WebhookRecord | null {
+export function disableWebhook(existing: Webhook, reason: string, now: number): Webhook | null {
   const step = webhookConfigTable.next(existing.state, WEBHOOK_CONFIG_CONTEXT, { type: 'DISABLE' });
   if (!step || step.state !== 'disabled') return null;
   return { ...existing, state: 'disabled', updatedAt: now, disabledAt: now, disabledReason: reason };
 }
 
 /** A new current secret; the previous one keeps signing for `graceSeconds` (0 drops it now). */
-export function rotateSecret(existing: WebhookRecord, graceSeconds: number, now: number): { webhook: WebhookRecord; previousSecretExpiresAt: number } {
+export function rotateSecret(existing: Webhook, graceSeconds: number, now: number): { webhook: Webhook; previousSecretExpiresAt: number } {
   const previousSecretExpiresAt = now + graceSeconds * 1000;
   const retired = existing.secrets
     .map((secret) => (secret.expiresAt === null ? { ...secret, expiresAt: previousSecretExpiresAt } : secret))
     .filter((secret) => secret.expiresAt! > now);
   const secrets = [{ secret: generateSecret(), createdAt: now, expiresAt: null }, ...retired];
   return { webhook: { ...existing, secrets, updatedAt: now }, previousSecretExpiresAt };
+}
+
+/**
+ * The configuration operational deliveries are made with: the operational URL and secret, always
+ * active (they report on the endpoint, so they go out while it is paused or disabled); undefined,
+ * which holds them, while no operational URL is set.
+ */
+export function operationalTarget(webhook: Webhook | undefined): Webhook | undefined {
+  if (!webhook?.operationalUrl || !webhook.operationalSecret) return undefined;
+  return {
+    ...webhook,
+    callbackUrl: webhook.operationalUrl,
+    state: 'active',
+    secrets: [{ secret: webhook.operationalSecret, createdAt: webhook.createdAt, expiresAt: null }],
+    headers: {},
+    filter: null,
+    ordering: 'unordered',
+    failingSince: null,
+    disabledAt: null,
+    disabledReason: null,
+  };
 }
 
 /** Secrets that sign right now, newest first, and until when that list holds. */

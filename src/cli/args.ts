@@ -25,9 +25,19 @@ export function parseCommandArgs<S extends z.ZodType>(io: CliIo, command: string
   if (result.success) return { ok: true, value: result.data };
   const problems = result.error.issues.map((issue) => {
     const name = issue.path[0];
-    return name === undefined || name === 'positionals' ? issue.message : `--${String(name)}: ${issue.message}`;
+    return name === undefined || name === 'positionals' || namesItsSetting(issue) ? issue.message : `--${String(name)}: ${issue.message}`;
   });
+  // A missing setting whose message says how to get it needs no pointer to the usage.
+  if (result.error.issues.every(namesItsSetting)) {
+    io.stderr.write(problems.map((problem) => `hookline ${command}: ${problem}\n`).join(''));
+    return { ok: false, exitCode: 2 };
+  }
   return { ok: false, exitCode: usageProblem(io, command, problems) };
+}
+
+/** An issue whose message names the setting itself (a flag or an environment variable) and what to do. */
+function namesItsSetting(issue: z.core.$ZodIssue): boolean {
+  return issue.code === 'custom' && (issue.params as { namesItsSetting?: boolean } | undefined)?.namesItsSetting === true;
 }
 
 /** Prints problems and where to find the usage; returns 2, the exit code of a usage error. */
@@ -41,18 +51,30 @@ export function requiredText(hint: string) {
   return z.string({ error: `is required: ${hint}` }).min(1, `must not be empty: ${hint}`);
 }
 
-/** A `whsec_…` secret, from the flag or else `fallback` (an environment variable's value). */
-export function secretFlag(fallback: string | undefined, hint: string) {
+/**
+ * A `whsec_…` secret, from `--secret` or else `envValue` (WEBHOOK_SECRET). Every problem is one line
+ * naming where the value came from, and `whereToGetIt` (the endpoint's secret: the curl that shows
+ * it). An empty value is the usual sign of a `$(curl …)` that failed, so it is told apart from none.
+ */
+export function secretFlag(envValue: string | undefined, whereToGetIt: string) {
   return z
     .string()
     .optional()
-    .transform((value) => value ?? fallback)
-    .pipe(
-      z
-        .string({ error: `is required: ${hint}` })
-        .refine((secret) => decodeSecret(secret) !== null, 'must be "whsec_" followed by base64, as GET /v1/webhook/secret shows it'),
-    );
+    .transform((flag, context) => {
+      const [value, source] = flag !== undefined ? [flag, '--secret'] : [envValue, 'WEBHOOK_SECRET'];
+      const fail = (message: string) => {
+        context.addIssue({ code: 'custom', message: `${message}; ${whereToGetIt}`, params: { namesItsSetting: true } });
+        return z.NEVER;
+      };
+      if (value === undefined) return fail('no secret: pass --secret whsec_… or set WEBHOOK_SECRET');
+      if (value.trim() === '') return fail(`${source} is empty: it must be the "whsec_…" secret`);
+      if (decodeSecret(value) === null) return fail(`${source} is not a secret: it must be "whsec_" followed by base64`);
+      return value;
+    });
 }
+
+/** Where a Hookline endpoint's secret comes from, for the messages of `secretFlag`. */
+export const ENDPOINT_SECRET_HINT = 'the endpoint\'s secret is shown by curl -s http://127.0.0.1:8080/v1/webhook/secret -H "authorization: Bearer $HOOKLINE_API_KEY"';
 
 /** An integer flag within [min, max], with a default when absent. */
 export function integerFlag(min: number, max: number, fallback: number, what: string) {

@@ -1,12 +1,39 @@
+import { writeFileSync } from 'node:fs';
 import { z } from 'zod';
-import { CASE_KINDS, CASE_SPECS, DEFAULT_MAX_BODY_BYTES, formatFuzzFindings, formatFuzzSummary, formatFuzzTable, runFuzz } from '../fuzz/index.js';
-import type { CaseKind } from '../fuzz/index.js';
-import { byteSizeFlag, durationFlag, integerFlag, parseCommandArgs, printedHelp, secretFlag, urlFlag } from './args.js';
+import {
+  CASE_KINDS,
+  CASE_SPECS,
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_RUNS,
+  curlCommand,
+  formatFuzzFindings,
+  formatFuzzSummary,
+  formatFuzzTable,
+  formatMeasurements,
+  CORPUS_EVENTS,
+  loadApiCorpus,
+  loadCorpus,
+  measureReceiver,
+  measurementFailures,
+  runFuzz,
+  saveFailure,
+  sendStalled,
+  sendWire,
+  toJsonReport,
+  toJunit,
+  validProbe,
+} from '../fuzz/index.js';
+import type { CaseKind, CaseResult, FailureClass, Measurements } from '../fuzz/index.js';
+import { counted } from '../plural.js';
+import { HooklineClient, NETWORK_ERROR_CODE, isHooklineApiError } from '../sdk/index.js';
+import { decodeSecret } from '../signing/secret.js';
+import { byteSizeFlag, durationFlag, integerFlag, parseCommandArgs, printedHelp, secretFlag, urlFlag, usageProblem } from './args.js';
 import type { CliCommand } from './command.js';
-import { createPoster } from './http-post.js';
+import { connectProblem } from './http-post.js';
 import type { CliIo } from './io.js';
 import { processIo } from './io.js';
 import { progressBar } from './progress.js';
+import { projectFlag } from './replay.js';
 
 const kindLines = CASE_KINDS.map((kind) => `  ${kind.padEnd(24)} ${CASE_SPECS[kind].what}`).join('\n');
 
@@ -14,26 +41,38 @@ const HELP = `Usage: hookline fuzz --target URL --secret whsec_… [--seed S] [-
 
 Fuzzes a webhook receiver: sends it signed deliveries, valid and adversarial, built from seeded
 fast-check arbitraries, and judges its answers. Valid deliveries must get a 2xx; every forged or
-broken one a non-2xx. On a wrong answer the case is shrunk to the smallest failing delivery, which is
-printed with the command that reproduces it. A table of every kind of case ends the run.
+broken one a non-2xx; a repeated webhook-id a 2xx. Every kind runs all its cases; each distinct
+wrong answer is shrunk to its smallest delivery and printed with a curl command that sends exactly
+that request. Then it measures the receiver's edges: the timestamp window it really accepts, the
+largest body, a stalled body and a lying content-length.
 
 Cases:
 ${kindLines}
 
 Options:
-  --target URL        the receiver's endpoint (required)
-  --secret whsec_…    the secret the receiver verifies with (or WEBHOOK_SECRET)
-  --seed S            seed of the run; the same seed makes the same cases (default: random, printed)
-  --runs N            cases per kind, 1-10000 (default 100; oversized-body 5, replayed-webhook-id 20)
-  --only K[,K…]       only these kinds of case
-  --tolerance S       the receiver's timestamp tolerance in seconds (default 300)
-  --max-body SIZE     the receiver's body limit; oversized bodies go just past it (default 1mb)
-  --timeout T         per request (default 10s)
-  --strict-replay     fail, not warn, when a repeated webhook-id is accepted twice
+  --target URL           the receiver's endpoint (required)
+  --secret whsec_…       the secret the receiver verifies with (or WEBHOOK_SECRET)
+  --seed S               seed of the run; the same seed makes the same cases (default: random, printed)
+  --runs N               cases per kind, 1-10000 (default ${DEFAULT_RUNS}; some kinds fewer, see README)
+  --only K[,K…]          only these kinds of case
+  --tolerance S          the receiver's timestamp tolerance in seconds (default 300)
+  --max-body SIZE        the receiver's body limit: valid bodies go up to it, oversized just past (default 1mb)
+  --expect-duplicate E   what a repeated webhook-id must get: 2xx (default) or any
+  --corpus DIR|URL       build bodies from the newest ${CORPUS_EVENTS} events a Hookline stored: in the data
+                         directory DIR (read-only), or asked of a running Hookline at URL (GET /v1/events)
+  --project ID           the project of --corpus DIR (default: default)
+  --api-key KEY          the project's key for --corpus URL (default HOOKLINE_API_KEY)
+  --format F             text (default) or json: one JSON report on stdout (docs/fuzz-report.schema.json)
+  --junit FILE           also write the result as JUnit XML
+  --save-failures DIR    save each failing request (JSON and body files) for curl to send again
+  --skip-measure         judge only; do not measure the timestamp window, body size and stalls
+  --stall-wait T         how long a stalled request waits for the receiver (default 5s)
+  --timeout T            per request (default 10s)
 
-A repeated webhook-id accepted twice is a warning: answering 2xx to a duplicate is right when the
-receiver does not process it again (Hookline's own retries repeat the id), which no answer can show.
-Exit status: 0 every case answered right, 1 some did not, 2 bad options.`;
+A repeated webhook-id must get a 2xx: Hookline sends an id again when it saw no 2xx, so refusing a
+repeat dead-letters events already processed. --expect-duplicate any accepts any answer to repeats.
+Exit status: 0 nothing failed, 1 something did (or the target does not answer), 2 bad options
+(or a --corpus URL that cannot be reached or refuses the key).`;
 
 const FLAGS = {
   target: { type: 'string' },
@@ -43,16 +82,24 @@ const FLAGS = {
   only: { type: 'string' },
   tolerance: { type: 'string' },
   'max-body': { type: 'string' },
+  'expect-duplicate': { type: 'string' },
+  corpus: { type: 'string' },
+  project: { type: 'string' },
+  'api-key': { type: 'string' },
+  format: { type: 'string' },
+  junit: { type: 'string' },
+  'save-failures': { type: 'string' },
+  'skip-measure': { type: 'boolean' },
+  'stall-wait': { type: 'string' },
   timeout: { type: 'string' },
-  'strict-replay': { type: 'boolean' },
 } as const;
 
 function schema(io: CliIo) {
   return z.object({
     target: urlFlag('--target http://127.0.0.1:9000/webhooks'),
-    secret: secretFlag(io.env.WEBHOOK_SECRET, '--secret whsec_… (or WEBHOOK_SECRET), the secret the receiver verifies with'),
+    secret: secretFlag(io.env.WEBHOOK_SECRET, 'give the secret the receiver verifies with'),
     seed: integerFlag(-2147483648, 2147483647, Math.floor(Math.random() * 2 ** 31), 'a seed'),
-    runs: integerFlag(1, 10_000, 100, 'the cases per kind'),
+    runs: integerFlag(1, 10_000, DEFAULT_RUNS, 'the cases per kind'),
     only: z
       .string()
       .optional()
@@ -68,26 +115,93 @@ function schema(io: CliIo) {
       }),
     tolerance: integerFlag(0, 30 * 24 * 3600, 300, 'seconds'),
     'max-body': byteSizeFlag(DEFAULT_MAX_BODY_BYTES),
+    'expect-duplicate': z.enum(['2xx', 'any'], { error: 'must be 2xx or any' }).default('2xx'),
+    corpus: z.string().min(1, 'must name a data directory or a Hookline URL').optional(),
+    project: projectFlag,
+    'api-key': z.string().optional().transform((key) => key ?? io.env.HOOKLINE_API_KEY),
+    format: z.enum(['text', 'json'], { error: 'must be text or json' }).default('text'),
+    junit: z.string().min(1, 'must name a file').optional(),
+    'save-failures': z.string().min(1, 'must name a directory').optional(),
+    'skip-measure': z.boolean().optional(),
+    'stall-wait': durationFlag(5_000),
     timeout: durationFlag(10_000),
-    'strict-replay': z.boolean().optional(),
     positionals: z.array(z.string()).max(0, 'takes no positional arguments'),
+  }).superRefine((options, context) => {
+    if (options.corpus === undefined || !isUrl(options.corpus)) return;
+    if (!options['api-key']) context.addIssue({ code: 'custom', path: ['api-key'], message: "is required with --corpus URL: pass the project's key with --api-key or set HOOKLINE_API_KEY" });
   });
+}
+
+const isUrl = (text: string) => /^https?:\/\//i.test(text);
+
+/**
+ * The corpus of `--corpus URL`, or the exit code after one line: 2 when the API cannot be reached or
+ * refuses the key (a setting to fix, like a bad option), 1 when the project has no events (as for a DIR).
+ */
+async function apiCorpus(io: CliIo, url: string, apiKey: string): Promise<Uint8Array[] | 1 | 2> {
+  try {
+    return await loadApiCorpus(new HooklineClient({ baseUrl: url, apiKey }));
+  } catch (error) {
+    if (!isHooklineApiError(error)) {
+      io.stderr.write(`hookline fuzz: --corpus: ${url}: ${(error as Error).message}\n`);
+      return 1;
+    }
+    if (error.code === NETWORK_ERROR_CODE) io.stderr.write(`hookline fuzz: --corpus: cannot reach Hookline at ${url} (${error.message}); is it running?\n`);
+    else io.stderr.write(`hookline fuzz: --corpus: ${url} answered ${error.status} ${error.code}: ${error.message}${error.status === 401 ? '; check --api-key (or HOOKLINE_API_KEY)' : ''}\n`);
+    return 2;
+  }
 }
 
 /** `hookline fuzz`, talking to `io` (the process by default). */
 export function createFuzzCommand(io: CliIo = processIo()): CliCommand {
   return {
     name: 'fuzz',
-    summary: 'fuzz a webhook receiver with valid and forged signed deliveries',
+    summary: 'fuzz a webhook receiver with valid and forged signed deliveries, and measure its edges',
     help: HELP,
     async run(args) {
       if (printedHelp(io, args, HELP)) return 0;
+      // The old flag judged a 2xx to a repeat as a failure, which is backwards for at-least-once delivery.
+      if (args.includes('--strict-replay')) return usageProblem(io, 'fuzz', ['--strict-replay is gone: a repeated webhook-id must now get a 2xx, as at-least-once delivery needs; --expect-duplicate any accepts any answer']);
       const parsed = parseCommandArgs(io, 'fuzz', args, FLAGS, schema(io));
       if (!parsed.ok) return parsed.exitCode;
       const options = parsed.value;
+      if (options.corpus !== undefined && isUrl(options.corpus) && args.some((arg) => arg === '--project' || arg.startsWith('--project='))) {
+        return usageProblem(io, 'fuzz', ['--project is for --corpus DIR: with --corpus URL the API key names the project']);
+      }
+      const target = new URL(options.target);
       const maxBodyBytes = options['max-body'];
-      io.stdout.write(`fuzzing ${options.target} with seed ${options.seed}, up to ${options.runs} cases per kind\n`);
-      const poster = createPoster(options.target, options.timeout);
+      const key = decodeSecret(options.secret)!;
+      const json = options.format === 'json';
+      const say = (text: string) => void (json ? undefined : io.stdout.write(text));
+      // A target nobody listens on, or that never answers, would fail every case: say so at once, without shrinking.
+      const unreachable = await connectProblem(options.target, options.timeout);
+      if (unreachable !== null) {
+        io.stderr.write(`hookline fuzz: cannot connect to ${options.target} (${unreachable}); start the receiver, or check --target\n`);
+        return 1;
+      }
+      const runTag = Date.now().toString(36);
+      let probes = 0;
+      const probeId = () => `msg_probe_${runTag}${(probes++).toString(36)}`;
+      const context = () => ({ key, webhookId: probeId(), nowSeconds: Math.floor(Date.now() / 1000), toleranceSeconds: options.tolerance, maxBodyBytes });
+      const first = await sendWire(target, validProbe(context()), options.timeout);
+      if (first.status === null) {
+        io.stderr.write(`hookline fuzz: ${options.target} took the connection but did not answer a valid delivery (${first.error}); is it a webhook receiver, and running?\n`);
+        return 1;
+      }
+      let corpus: Uint8Array[] | undefined;
+      if (options.corpus !== undefined && isUrl(options.corpus)) {
+        const loaded = await apiCorpus(io, options.corpus, options['api-key']!);
+        if (typeof loaded === 'number') return loaded;
+        corpus = loaded;
+      } else if (options.corpus !== undefined) {
+        try {
+          corpus = await loadCorpus(options.corpus, options.project);
+        } catch (error) {
+          io.stderr.write(`hookline fuzz: --corpus: ${(error as Error).message}\n`);
+          return 1;
+        }
+      }
+      say(`fuzzing ${options.target} with seed ${options.seed}, up to ${counted(options.runs, 'case')} per kind${corpus ? `, bodies from ${counted(corpus.length, 'stored event')}` : ''}\n`);
       const progress = progressBar(io.stderr, 'fuzz');
       try {
         const report = await runFuzz({
@@ -95,25 +209,52 @@ export function createFuzzCommand(io: CliIo = processIo()): CliCommand {
           seed: options.seed,
           runs: options.runs,
           ...(options.only ? { kinds: options.only } : {}),
+          ...(corpus ? { corpus } : {}),
           toleranceSeconds: options.tolerance,
           maxBodyBytes,
-          strictReplay: options['strict-replay'] ?? false,
-          send: (request) => poster.post(request.headers, request.body),
+          expectDuplicate: options['expect-duplicate'],
+          send: (request) => sendWire(target, { headers: request.headers, body: request.body, ...(request.transfer ? { framing: request.transfer.framing, splits: request.transfer.splits } : {}) }, options.timeout),
           onProgress: ({ done, total, kind, shrinking }) => progress.update(done, total, shrinking ? `${kind}: shrinking` : kind),
         });
+        let measurements: Measurements | null = null;
+        if (!options['skip-measure'] && report.stopped === null) {
+          progress.update(1, 1, 'measuring');
+          measurements = await measureReceiver({
+            key,
+            toleranceSeconds: options.tolerance,
+            maxBodyBytes,
+            stallWaitMs: options['stall-wait'],
+            newWebhookId: probeId,
+            send: (request) => sendWire(target, request, options.timeout),
+            stall: (request, waitMs) => sendStalled(target, request, waitMs),
+          });
+        }
         progress.finish();
-        const extra = [
-          options.tolerance !== 300 ? ` --tolerance ${options.tolerance}` : '',
-          maxBodyBytes !== DEFAULT_MAX_BODY_BYTES ? ` --max-body ${maxBodyBytes}b` : '',
-          options['strict-replay'] ? ' --strict-replay' : '',
-        ].join('');
-        const reproduce = `hookline fuzz --target ${options.target} --secret "$WEBHOOK_SECRET" --seed ${options.seed} --runs ${options.runs}${extra}`;
-        const findings = formatFuzzFindings(report, options.target, reproduce);
-        io.stdout.write(`\n${formatFuzzTable(report)}\n\n${findings === '' ? '' : `${findings}\n\n`}${formatFuzzSummary(report)}\n`);
-        return report.failed === 0 && report.stopped === null ? 0 : 1;
+        const measured = measurements ? measurementFailures(measurements) : [];
+        const curls = new Map<FailureClass, readonly (string | null)[]>();
+        const curl = (result: CaseResult, failure: FailureClass, index: number) => {
+          let commands = curls.get(failure);
+          if (!commands) {
+            const dir = options['save-failures'];
+            // Concurrent copies are one request sent several times at once: one command.
+            const requests = failure.exchange.concurrent ? failure.exchange.requests.slice(0, 1) : failure.exchange.requests;
+            commands = dir !== undefined ? saveFailure(dir, `${result.kind}-${index + 1}`, options.target, failure.reason, requests).curl : requests.map((request) => curlCommand(request, options.target));
+            curls.set(failure, commands);
+          }
+          return commands;
+        };
+        const jsonReport = toJsonReport({ report, target: options.target, measurements, measurementFailures: measured, curl });
+        if (options.junit !== undefined) writeFileSync(options.junit, toJunit(jsonReport));
+        if (json) {
+          io.stdout.write(`${JSON.stringify(jsonReport)}\n`);
+        } else {
+          const findings = formatFuzzFindings(report, options.target, curl);
+          const figures = measurements ? `${formatMeasurements(measurements, options.tolerance, maxBodyBytes)}\n\n` : '';
+          say(`\n${formatFuzzTable(report, options['expect-duplicate'])}\n\n${figures}${findings === '' ? '' : `${findings}\n\n`}${formatFuzzSummary(report, measured)}\n`);
+        }
+        return jsonReport.ok ? 0 : 1;
       } finally {
         progress.finish();
-        await poster.close();
       }
     },
   };

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { HttpSender } from '../transport/http-sender.js';
 
 /** The answer to one POST: a status, or none (`error` says why). */
@@ -25,4 +26,30 @@ export function createPoster(url: string, timeoutMs: number): Poster {
     },
     close: () => sender.close(),
   };
+}
+
+/**
+ * Whether something accepts TCP connections at the URL's host and port: null when it does, else
+ * why not, in words. One connection, closed at once; it says nothing of what answers there.
+ */
+export function connectProblem(url: string, timeoutMs: number): Promise<string | null> {
+  const target = new URL(url);
+  const host = target.hostname.replace(/^\[|\]$/g, '');
+  const port = Number(target.port || (target.protocol === 'https:' ? 443 : 80));
+  return new Promise((resolve) => {
+    const socket = connect({ host, port, timeout: timeoutMs });
+    const done = (problem: string | null) => {
+      socket.destroy();
+      resolve(problem);
+    };
+    socket.once('connect', () => done(null));
+    socket.once('timeout', () => done(`no connection to ${host}:${port} within ${timeoutMs} ms`));
+    socket.once('error', (error: NodeJS.ErrnoException) => {
+      const reason =
+        error.code === 'ECONNREFUSED' ? `connection refused: nothing listens on ${host}:${port}`
+        : error.code === 'ENOTFOUND' || error.code === 'EAI_AGAIN' ? `the host ${host} cannot be resolved`
+        : `${error.code ?? 'error'}: ${error.message}`;
+      done(reason);
+    });
+  });
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { machineGraph, renderMermaid } from '../diagram/index.js';
 import { formatInspection, matchPath, pathHighlight } from '../inspect/timeline.js';
-import { HooklineClient, isHooklineApiError } from '../sdk/index.js';
+import { HooklineClient, NETWORK_ERROR_CODE, isHooklineApiError } from '../sdk/index.js';
 import type { DeliveryDetail } from '../sdk/index.js';
 import { parseCommandArgs, printedHelp, requiredText, urlFlag } from './args.js';
 import type { CliCommand } from './command.js';
@@ -10,9 +10,9 @@ import { processIo } from './io.js';
 
 const HELP = `Usage: hookline inspect DELIVERY_ID [--url URL] [--api-key KEY] [--format text|mermaid|json]
 
-Shows one delivery's history: every state transition it went through as a timeline (time, time
-since creation, from → to, the machine event, the attempt and its answer), beside the edges of the
-delivery state machine with how often this delivery took each, and the path as one line.
+Shows one delivery's history in two tables: its path, every state transition it went through (time,
+time since creation, from → to, the machine event, the attempt and its answer); then the edges of
+the delivery state machine with how often this delivery took each; and the path as one line.
 
 It asks a running Hookline's API (GET /v1/logs/webhook-deliveries/:id) with the project's key.
 
@@ -51,7 +51,7 @@ function schema(io: CliIo) {
 export function createInspectCommand(io: CliIo = processIo()): CliCommand {
   return {
     name: 'inspect',
-    summary: "a delivery's transitions as a timeline beside the state machine",
+    summary: "a delivery's path (its transitions) and the state machine's edges it took",
     help: HELP,
     async run(args) {
       if (printedHelp(io, args, HELP)) return 0;
@@ -64,7 +64,7 @@ export function createInspectCommand(io: CliIo = processIo()): CliCommand {
       try {
         detail = await client.getDelivery(id);
       } catch (error) {
-        if (isHooklineApiError(error)) {
+        if (isHooklineApiError(error) && error.code !== NETWORK_ERROR_CODE) {
           const hint = error.status === 401 ? ': check --api-key (or HOOKLINE_API_KEY)' : error.status === 404 ? ': check the id, and that the key belongs to its project' : '';
           io.stderr.write(`hookline inspect: ${url} answered ${error.status} ${error.code}: ${error.message}${hint}\n`);
         } else {
@@ -79,8 +79,7 @@ export function createInspectCommand(io: CliIo = processIo()): CliCommand {
       } else if (format === 'mermaid') {
         io.stdout.write(renderMermaid(graph, pathHighlight(matchPath(graph, detail))));
       } else {
-        // Not a terminal (a pipe, a file): no width to respect, so side by side whenever it is readable.
-        io.stdout.write(formatInspection(detail, graph, io.stdout.columns ?? 200));
+        io.stdout.write(formatInspection(detail, graph));
       }
       return 0;
     },

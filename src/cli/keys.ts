@@ -1,38 +1,89 @@
-import { parseArgs } from 'node:util';
+import { z } from 'zod';
 import { Engine } from '../actors/engine.js';
 import { settingsFromEnvironment } from '../config/settings.js';
+import { isoTime } from '../iso-time.js';
+import { counted } from '../plural.js';
+import { EventLogReader } from '../replay/event-log.js';
+import { claimDataDir } from '../store/data-dir.js';
+import { textTable } from '../text-table.js';
+import { parseCommandArgs, printedHelp, usageProblem } from './args.js';
 import type { CliCommand } from './command.js';
-import { usageError, wantsHelp } from './command.js';
+import type { CliIo } from './io.js';
+import { processIo } from './io.js';
 
-export const keysCommand: CliCommand = {
-  name: 'keys',
-  summary: 'create projects and API keys in the local data directory',
-  help: `Usage: hookline keys create --project NAME
+const HELP = `Usage: hookline keys create --project NAME
+       hookline keys list [--data-dir DIR]
 
-Creates an API key for project NAME in HOOKLINE_DATA_DIR (./data), creating the project if it does not
-exist, and prints the key once (only its hash is stored). Run it while the service is stopped, or
-use POST /admin/v1/projects on a running service.`,
-  async run(args) {
-    if (wantsHelp(args)) {
-      process.stdout.write(`${this.help}\n`);
-      return 0;
-    }
-    const [subcommand, ...rest] = args;
-    if (subcommand !== 'create') return usageError(this, subcommand ? `unknown subcommand "${subcommand}"` : 'missing subcommand "create"');
-    let project: string | undefined;
-    try {
-      project = parseArgs({ args: rest, options: { project: { type: 'string' } } }).values.project;
-    } catch (error) {
-      return usageError(this, (error as Error).message);
-    }
-    if (!project || !/^[A-Za-z0-9_-]{1,64}$/.test(project)) return usageError(this, '--project NAME is required (1-64 of A-Z a-z 0-9 _ -)');
-    const engine = await Engine.start({ settings: settingsFromEnvironment() });
+create  creates an API key for project NAME in HOOKLINE_DATA_DIR (./data), creating the project if it
+        does not exist, and prints the key once (only its hash is stored). Run it while the service
+        is stopped, or use POST /admin/v1/projects on a running service.
+list    lists the projects in the data directory (default HOOKLINE_DATA_DIR, else ./data): id, name,
+        when it was created and how many API keys it has. Keys are stored as hashes, so no key can
+        be shown again; create a new one if it is lost. Read-only: works beside a running service.`;
+
+const PROJECT = z.string({ error: 'is required: --project NAME (1-64 of A-Z a-z 0-9 _ -)' }).regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 _ -');
+
+async function create(io: CliIo, args: readonly string[]): Promise<number> {
+  const parsed = parseCommandArgs(io, 'keys create', args, { project: { type: 'string' } }, z.object({ project: PROJECT, positionals: z.array(z.string()).max(0, 'takes no positional arguments') }));
+  if (!parsed.ok) return parsed.exitCode;
+  const { project } = parsed.value;
+  const settings = settingsFromEnvironment(io.env);
+  // A writer like the server: it owns the directory while it writes (refused while a server runs).
+  const dataDir = claimDataDir(settings.dataDir);
+  try {
+    const engine = await Engine.start({ settings });
     try {
       const apiKey = engine.store.getProject(project) ? await engine.addApiKey(project) : (await engine.createProject(project, undefined, project)).apiKey;
-      process.stdout.write(`API key for project "${project}" (shown once): ${apiKey}\n`);
+      io.stdout.write(`API key for project "${project}" (shown once): ${apiKey}\n`);
       return 0;
     } finally {
       await engine.stop(0);
     }
-  },
-};
+  } finally {
+    dataDir.release();
+  }
+}
+
+async function list(io: CliIo, args: readonly string[]): Promise<number> {
+  const schema = z.object({ 'data-dir': z.string().min(1, 'must name a directory').default(io.env.HOOKLINE_DATA_DIR || './data'), positionals: z.array(z.string()).max(0, 'takes no positional arguments') });
+  const parsed = parseCommandArgs(io, 'keys list', args, { 'data-dir': { type: 'string' } }, schema);
+  if (!parsed.ok) return parsed.exitCode;
+  const dataDir = parsed.value['data-dir'];
+  let reader: EventLogReader;
+  try {
+    reader = EventLogReader.open(dataDir);
+  } catch (error) {
+    io.stderr.write(`hookline keys list: ${(error as Error).message}\n`);
+    return 1;
+  }
+  try {
+    const projects = reader.projects();
+    if (projects.length === 0) {
+      io.stdout.write(`no projects in ${dataDir}: hookline keys create --project NAME makes one\n`);
+      return 0;
+    }
+    io.stdout.write(`${textTable([['project', 'name', 'created', 'API keys'], ...projects.map((project) => [project.id, project.name, isoTime(project.createdAt), String(project.keys)])]).join('\n')}\n`);
+    io.stdout.write(`${counted(projects.length, 'project')} in ${dataDir}; keys are stored hashed and cannot be shown again\n`);
+    return 0;
+  } finally {
+    await reader.close();
+  }
+}
+
+/** `hookline keys`, talking to `io` (the process by default). */
+export function createKeysCommand(io: CliIo = processIo()): CliCommand {
+  return {
+    name: 'keys',
+    summary: 'create API keys, and list the projects, in the local data directory',
+    help: HELP,
+    async run(args) {
+      if (printedHelp(io, args, HELP)) return 0;
+      const [subcommand, ...rest] = args;
+      if (subcommand === 'create') return create(io, rest);
+      if (subcommand === 'list') return list(io, rest);
+      return usageProblem(io, 'keys', [subcommand ? `unknown subcommand "${subcommand}": create or list` : 'missing subcommand: create or list']);
+    },
+  };
+}
+
+export const keysCommand: CliCommand = createKeysCommand();

@@ -1,7 +1,8 @@
 import { z } from 'zod';
+import { counted } from '../plural.js';
 import type { ReceivedDelivery } from '../receive/verifying-receiver.js';
 import { startVerifyingReceiver } from '../receive/verifying-receiver.js';
-import { byteSizeFlag, integerFlag, parseCommandArgs, printedHelp, secretFlag } from './args.js';
+import { ENDPOINT_SECRET_HINT, byteSizeFlag, integerFlag, parseCommandArgs, printedHelp, secretFlag } from './args.js';
 import type { CliCommand } from './command.js';
 import type { CliIo } from './io.js';
 import { processIo, untilAborted } from './io.js';
@@ -37,7 +38,7 @@ function schema(io: CliIo) {
   return z.object({
     port: integerFlag(0, 65_535, 9000, 'a port'),
     host: z.string().min(1, 'must not be empty: --host 127.0.0.1').default('127.0.0.1'),
-    secret: secretFlag(io.env.WEBHOOK_SECRET, '--secret whsec_… (or WEBHOOK_SECRET), from GET /v1/webhook/secret'),
+    secret: secretFlag(io.env.WEBHOOK_SECRET, ENDPOINT_SECRET_HINT),
     tolerance: integerFlag(0, 30 * 24 * 3600, 300, 'seconds'),
     'max-body': byteSizeFlag(1024 * 1024),
     full: z.boolean().optional(),
@@ -111,7 +112,7 @@ export function createReceiveCommand(io: CliIo = processIo()): CliCommand {
       io.stderr.write(`hookline receive: listening on ${receiver.url} (any path); verifying deliveries with the given secret. Ctrl-C stops.\n`);
       await untilAborted(io.stopSignal());
       await receiver.close();
-      io.stderr.write(`hookline receive: stopped after ${verified + rejected} requests: ${verified} verified, ${rejected} rejected\n`);
+      io.stderr.write(`hookline receive: stopped after ${counted(verified + rejected, 'request')}: ${verified} verified, ${rejected} rejected\n`);
       return 0;
     },
   };

@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import { parseDuration } from '../config/duration.js';
 import { isoTime } from '../iso-time.js';
+import { counted } from '../plural.js';
 import { EVENT_TYPES } from '../sdk/types.js';
 import { newSortableId } from '../store/ids.js';
 import { EventLogReader } from '../replay/event-log.js';
-import { replayEvents } from '../replay/replay-run.js';
-import { durationFlag, parseCommandArgs, positiveNumberFlag, printedHelp, secretFlag, urlFlag } from './args.js';
+import { replayEvents, seededRandom } from '../replay/replay-run.js';
+import { durationFlag, integerFlag, parseCommandArgs, positiveNumberFlag, printedHelp, secretFlag, urlFlag } from './args.js';
 import type { CliCommand } from './command.js';
 import { createPoster } from './http-post.js';
 import type { CliIo } from './io.js';
@@ -17,7 +18,12 @@ const HELP = `Usage: hookline replay --from TIME [--to TIME] [--type T] --target
 Re-sends events stored by Hookline to another target, such as a staging receiver: each one is the
 stored envelope byte for byte, signed (Standard Webhooks) with the secret given here under a fresh
 webhook-id (rpl_…), oldest first, one at a time and at most --rate a second. Nothing is recorded in
-Hookline: the delivery log and the live deliveries are untouched. A summary of the answers ends it.
+Hookline: the delivery log and the live deliveries are untouched. A summary of the answers and the
+latency (p50, p99, max) ends it.
+
+As a load and soak tool for a receiver: --concurrency sends in parallel, --duration loops the
+selection (fresh ids each pass) for that long, and --shuffle and --duplicates P add the disorder
+at-least-once delivery causes (a duplicate repeats a send's webhook-id and body, re-signed, later).
 
 It reads the events from the node's LMDB directory, read-only (the API does not serve envelopes);
 LMDB allows this while the node runs. Run it on the node's machine.
@@ -30,6 +36,11 @@ Options:
   --target URL     where to send them (required)
   --secret whsec_… the target's secret (or WEBHOOK_SECRET)
   --rate R         at most R sends a second (default 10)
+  --concurrency N  sends in flight at once, 1-256 (default 1)
+  --duration T     loop the selection until T has passed (e.g. 10m; default: one pass)
+  --duplicates P   the chance, 0-1, that a send is repeated later with the same webhook-id (default 0)
+  --shuffle        send each pass in a random order
+  --seed S         seed of the shuffle and the duplicates (default: random, printed)
   --timeout T      per send (default 15s)
   --data-dir DIR   the node's data directory (default HOOKLINE_DATA_DIR, else ./data)
   --project ID     the project whose events to send (default: default)
@@ -44,11 +55,19 @@ const FLAGS = {
   target: { type: 'string' },
   secret: { type: 'string' },
   rate: { type: 'string' },
+  concurrency: { type: 'string' },
+  duration: { type: 'string' },
+  duplicates: { type: 'string' },
+  shuffle: { type: 'boolean' },
+  seed: { type: 'string' },
   timeout: { type: 'string' },
   'data-dir': { type: 'string' },
   project: { type: 'string' },
   'dry-run': { type: 'boolean' },
 } as const;
+
+/** `--project ID` of the commands that read a data directory. */
+export const projectFlag = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be a project id (A-Z a-z 0-9 _ -)').default('default');
 
 const TIME_HINT = 'an ISO 8601 time (2026-05-01T10:00:00Z) or a duration ago (30m, 2h, 7d)';
 
@@ -79,11 +98,27 @@ function schema(io: CliIo, nowMs: number) {
       to: timeFlag(nowMs).optional(),
       type: z.enum(EVENT_TYPES, { error: `must be one of ${EVENT_TYPES.join(', ')}` }).optional(),
       target: urlFlag('--target https://staging.example.com/webhooks'),
-      secret: secretFlag(io.env.WEBHOOK_SECRET, "--secret whsec_… (or WEBHOOK_SECRET), the target's secret"),
+      secret: secretFlag(io.env.WEBHOOK_SECRET, "give the target's secret (the one it verifies with)"),
       rate: positiveNumberFlag(10_000, 10, 'sends a second'),
+      concurrency: integerFlag(1, 256, 1, 'sends in flight'),
+      duration: durationFlag(0).optional(),
+      duplicates: z
+        .string()
+        .optional()
+        .transform((text, context) => {
+          if (text === undefined) return 0;
+          const value = Number(text);
+          if (text.trim() === '' || !(value >= 0 && value <= 1)) {
+            context.addIssue({ code: 'custom', message: `must be a chance from 0 to 1 (got ${JSON.stringify(text)})` });
+            return z.NEVER;
+          }
+          return value;
+        }),
+      shuffle: z.boolean().optional(),
+      seed: integerFlag(-2147483648, 2147483647, Math.floor(Math.random() * 2 ** 31), 'a seed'),
       timeout: durationFlag(15_000),
       'data-dir': z.string().min(1, 'must name a directory').default(io.env.HOOKLINE_DATA_DIR || './data'),
-      project: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be a project id (A-Z a-z 0-9 _ -)').default('default'),
+      project: projectFlag,
       'dry-run': z.boolean().optional(),
       positionals: z.array(z.string()).max(0, 'takes no positional arguments'),
     })
@@ -110,6 +145,11 @@ export function createReplayCommand(io: CliIo = processIo()): CliCommand {
         return 1;
       }
       try {
+        if (!reader.hasProject(projectId)) {
+          const known = reader.projects().map((project) => project.id);
+          io.stderr.write(`hookline replay: project "${projectId}" does not exist in ${options['data-dir']}; check --project (${known.length === 0 ? 'it holds no projects' : `it holds ${known.map((id) => `"${id}"`).join(', ')}`}, as hookline keys list shows)\n`);
+          return 1;
+        }
         const events = reader.select({ projectId, from: options.from, ...(options.to !== undefined ? { to: options.to } : {}), ...(options.type ? { type: options.type } : {}) });
         const window = `accepted from ${isoTime(options.from)}${options.to !== undefined ? ` to ${isoTime(options.to)}` : ''}${options.type ? ` of type ${options.type}` : ''}`;
         if (events.length === 0) {
@@ -117,11 +157,18 @@ export function createReplayCommand(io: CliIo = processIo()): CliCommand {
           return 0;
         }
         if (options['dry-run']) {
-          io.stdout.write(`would replay ${events.length} events of project "${projectId}" ${window} to ${options.target}:\n`);
-          for (const event of events) io.stdout.write(`  ${event.id}  ${event.type}  ${isoTime(event.createdAt)}  ${reader.envelope(projectId, event.id)?.length ?? 0} bytes\n`);
+          io.stdout.write(`would replay ${counted(events.length, 'event')} of project "${projectId}" ${window} to ${options.target}:\n`);
+          for (const event of events) io.stdout.write(`  ${event.id}  ${event.type}  ${isoTime(event.createdAt)}  ${counted(reader.envelope(projectId, event.id)?.length ?? 0, 'byte')}\n`);
           return 0;
         }
-        io.stdout.write(`replaying ${events.length} events of project "${projectId}" ${window} to ${options.target}, at most ${options.rate} a second\n`);
+        const load = [
+          options.concurrency > 1 ? `, ${options.concurrency} at once` : '',
+          options.duration ? `, looping for ${(options.duration / 1000).toFixed(0)} s` : '',
+          options.shuffle ? ', shuffled' : '',
+          options.duplicates > 0 ? `, ${options.duplicates * 100}% duplicated` : '',
+          options.shuffle || options.duplicates > 0 ? ` (seed ${options.seed})` : '',
+        ].join('');
+        io.stdout.write(`replaying ${counted(events.length, 'event')} of project "${projectId}" ${window} to ${options.target}, at most ${options.rate} a second${load}\n`);
         const poster = createPoster(options.target, options.timeout);
         const progress = progressBar(io.stderr, 'replay');
         try {
@@ -130,6 +177,11 @@ export function createReplayCommand(io: CliIo = processIo()): CliCommand {
             load: (event) => reader.envelope(projectId, event.id),
             secret: options.secret,
             ratePerSecond: options.rate,
+            concurrency: options.concurrency,
+            ...(options.duration ? { durationMs: options.duration } : {}),
+            duplicateRate: options.duplicates,
+            shuffle: options.shuffle ?? false,
+            random: seededRandom(options.seed),
             send: (headers, body) => poster.post(headers, body),
             newWebhookId: () => newSortableId('rpl', Date.now()),
             signal: io.stopSignal(),
@@ -138,12 +190,14 @@ export function createReplayCommand(io: CliIo = processIo()): CliCommand {
           progress.finish();
           const answers = Object.entries(summary.answers).map(([answer, count]) => `${answer}×${count}`).join(' ');
           const stopped = summary.stopped ? ' (stopped early)' : '';
-          io.stdout.write(`replayed ${summary.sent} of ${summary.total} events in ${(summary.elapsedMs / 1000).toFixed(1)} s${stopped}: ${summary.succeeded} answered 2xx, ${summary.failed.length} failed; answers: ${answers || 'none'}\n`);
+          const looped = summary.passes > 1 || summary.duplicates > 0 ? ` (${counted(summary.passes, 'pass', 'passes')}, ${counted(summary.duplicates, 'duplicate')})` : '';
+          const latency = summary.latency ? `; latency p50 ${summary.latency.p50} ms, p99 ${summary.latency.p99} ms, max ${summary.latency.max} ms` : '';
+          io.stdout.write(`replayed ${summary.sent}${looped ? ' sends' : ''} of ${counted(summary.total, 'event')}${looped} in ${(summary.elapsedMs / 1000).toFixed(1)} s${stopped}: ${summary.succeeded} answered 2xx, ${summary.failures} failed; answers: ${answers || 'none'}${latency}\n`);
           for (const failure of summary.failed.slice(0, 20)) {
-            io.stdout.write(`  FAILED ${failure.event.id} (${failure.event.type}, accepted ${isoTime(failure.event.createdAt)}): ${failure.error}\n`);
+            io.stdout.write(`  FAILED ${failure.event.id} (${failure.event.type}, accepted ${isoTime(failure.event.createdAt)}${failure.webhookId ? `, ${failure.webhookId}` : ''}): ${failure.error}\n`);
           }
-          if (summary.failed.length > 20) io.stdout.write(`  … and ${summary.failed.length - 20} more\n`);
-          return summary.failed.length === 0 && !summary.stopped ? 0 : 1;
+          if (summary.failures > 20) io.stdout.write(`  … and ${summary.failures - 20} more\n`);
+          return summary.failures === 0 && !summary.stopped ? 0 : 1;
         } finally {
           progress.finish();
           await poster.close();

@@ -1,5 +1,7 @@
 import { startHookline } from '../app.js';
-import { settingsFromEnvironment } from '../config/settings.js';
+import type { Hookline } from '../app.js';
+import { settingsFromEnvironment, unknownSettingWarnings } from '../config/settings.js';
+import { isHooklineError } from '../errors.js';
 import type { CliCommand } from './command.js';
 import { wantsHelp } from './command.js';
 
@@ -16,8 +18,11 @@ Runs Hookline on the settings in the environment (see the README for every varia
   HOOKLINE_RETRY_SCHEDULE           e.g. 0,5s,5m,30m,2h,5h,10h,10h
   HOOKLINE_DELIVERY_TIMEOUT         receiver timeout          (15s)
   HOOKLINE_ALLOW_PRIVATE_NETWORKS   1 to allow loopback/private callbacks (0)
-  HOOKLINE_NATS_URL                 also ingest from NATS JetStream (unset); HOOKLINE_NATS_STREAM,
-                                    HOOKLINE_NATS_SUBJECT_PREFIX, HOOKLINE_NATS_DURABLE name its parts
+  HOOKLINE_NATS_URL                 also ingest from NATS JetStream (unset); seeds comma-separated;
+                                    HOOKLINE_NATS_STREAM, HOOKLINE_NATS_SUBJECT_PREFIX,
+                                    HOOKLINE_NATS_DURABLE name its parts; HOOKLINE_NATS_USER/PASSWORD,
+                                    _TOKEN, _NKEY, _CREDS, _TLS_CA, _TLS_CERT, _TLS_KEY secure it;
+                                    HOOKLINE_NATS_REPLICAS (1) replicates its streams and buckets
   --cluster / HOOKLINE_CLUSTER=1    join a cluster over HOOKLINE_NATS_URL; HOOKLINE_NODE_ID,
                                     HOOKLINE_PARTITIONS (64), HOOKLINE_LEASE_TTL (5s)
 SIGTERM or SIGINT drains in-flight attempts, flushes LMDB and exits 0.`,
@@ -31,8 +36,18 @@ SIGTERM or SIGINT drains in-flight attempts, flushes LMDB and exits 0.`,
       process.stderr.write(`hookline serve: unknown option ${unknown[0]}; settings come from HOOKLINE_* variables (see --help)\n`);
       return 2;
     }
+    for (const warning of unknownSettingWarnings(process.env)) process.stderr.write(`hookline serve: warning: ${warning}\n`);
     const settings = settingsFromEnvironment(args.includes('--cluster') ? { ...process.env, HOOKLINE_CLUSTER: '1' } : process.env);
-    const node = await startHookline(settings);
+    let node: Hookline;
+    try {
+      node = await startHookline(settings);
+    } catch (error) {
+      process.stderr.write(`hookline serve: ${startFailure(error)}\n`);
+      // A failed start has nothing to drain. A handle a client library left open must not keep the
+      // process up (nats.js keeps the socket of a handshake that timed out), so exit regardless.
+      setTimeout(() => process.exit(1), 1_000).unref();
+      return 1;
+    }
     const log = node.http.log;
     log.info({ url: node.url, dataDir: settings.dataDir }, 'hookline is serving');
     if (node.generatedApiKey) {
@@ -40,7 +55,12 @@ SIGTERM or SIGINT drains in-flight attempts, flushes LMDB and exits 0.`,
       process.stdout.write(`\nAPI key of project "default" (shown once, store it now): ${node.generatedApiKey}\n\n`);
     }
     await new Promise<void>((resolve) => {
+      let draining = false;
       const stop = (signal: string) => {
+        // Ctrl-C on `npm start` delivers SIGINT twice (from the terminal, and forwarded by npm, which
+        // execs this process): a repeat must neither start a second drain nor kill this one.
+        if (draining) return;
+        draining = true;
         log.info({ signal }, 'draining: no new events, finishing in-flight attempts');
         node.close().then(resolve, (error: unknown) => {
           log.error({ err: error }, 'shutdown failed');
@@ -48,10 +68,16 @@ SIGTERM or SIGINT drains in-flight attempts, flushes LMDB and exits 0.`,
           resolve();
         });
       };
-      process.once('SIGTERM', () => stop('SIGTERM'));
-      process.once('SIGINT', () => stop('SIGINT'));
+      process.on('SIGTERM', () => stop('SIGTERM'));
+      process.on('SIGINT', () => stop('SIGINT'));
     });
     log.info('stopped');
     return Number(process.exitCode ?? 0);
   },
 };
+
+/** One line: a coded failure says what to do itself; anything else is unexpected, with its cause. */
+function startFailure(error: unknown): string {
+  if (isHooklineError(error)) return error.message;
+  return `could not start: ${(error as Error).message ?? String(error)} (unexpected: please report it with the settings you used)`;
+}

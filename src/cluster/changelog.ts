@@ -1,43 +1,94 @@
-import { DeliverPolicy, RetentionPolicy, StorageType, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { DeliverPolicy, RetentionPolicy, StorageType, jetstream } from '@nats-io/jetstream';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { pack, unpack } from 'msgpackr';
-import type { DeliveryRecord, EventRecord, WebhookRecord } from '../store/records.js';
+import { ensureStream, reachJetStream } from '../transport/nats-streams.js';
+import { pack, unpack, unpackMultiple } from 'msgpackr';
+import { withChanges } from '../store/delivery-model.js';
+import type { DeliveryChange, DeliveryRecord, EventRecord, WebhookRecord } from '../store/records.js';
 
 /**
- * Each partition's state as a compacted JetStream changelog: one subject per record
- * (`<prefix>.<partition>.<kind>.<projectId>[.<id>]`) and at most one message kept per subject, so
- * the stream holds the latest version of every record and nothing older. A node taking a partition
- * over reads the last message of each of its subjects and has the partition's state.
+ * Each partition's state as a JetStream changelog. A node taking a partition over reads the
+ * partition's messages in stream order, keeps the last version of every record, and has the
+ * partition's state.
  *
- * Appends of records that still change (live deliveries, webhook configuration) are conditional on
- * the subject's last sequence as this node last saw it (JetStream's expected-last-subject-sequence):
- * an append that a node cut off from NATS issued while it held the lease, and that reaches the
- * server only after another node took over and wrote the record, is refused instead of putting an
- * older version back.
+ * Format: one message per batch on `<prefix>.<partition>.log`, holding the records appended since
+ * the previous batch (a msgpack sequence of `[kind token, projectId, record]`). A partition has at
+ * most one batch in flight; appends made meanwhile wait and go out together as the next one (a
+ * group commit), so the records of one LMDB commit cost JetStream one stored message and the
+ * client one request, not one each (in the profile of issue 12, the per-request cost of the NATS
+ * client and the server's per-message work were the largest share of a cluster node's CPU). Two
+ * versions of one record in the same batch are sent once, as the later.
+ *
+ * Earlier versions wrote one message per record on `<prefix>.<partition>.<kind>.<projectId>[.<id>]`,
+ * one kept per subject; a restore reads those too, and a stream made then is widened to keep every
+ * batch (its per-subject limit of 1 would keep only the last).
+ *
+ * Fencing: a batch is conditional on the partition subject's last sequence as this node last saw
+ * it (JetStream's expected-last-subject-sequence): a batch that a node cut off from NATS issued
+ * while it held the lease, and that reaches the server only after another node took over and
+ * appended, is refused instead of putting older versions after newer ones.
+ *
+ * A delivery is appended whole once (ingest, replay), then as its steps (`steps`: what each commit
+ * added, keyed by the index of its first transition), so that a step costs neither a read of the
+ * record nor its whole history on the wire; a restore applies a delivery's steps to its record.
+ *
+ * Known limit: the subject keeps every batch, so a restore reads every version ever appended (the
+ * earlier format read every record ever appended, once each); bounding it needs a snapshot.
  */
 
 export type ChangelogRecord =
   | { kind: 'delivery'; projectId: string; record: DeliveryRecord }
   | { kind: 'event'; projectId: string; record: EventRecord }
-  | { kind: 'webhook'; projectId: string; record: WebhookRecord };
+  | { kind: 'webhook'; projectId: string; record: WebhookRecord }
+  | { kind: 'steps'; projectId: string; record: DeliverySteps };
 
-const KIND_TOKEN = { delivery: 'd', event: 'e', webhook: 'w' } as const;
-const TOKEN_KIND = { d: 'delivery', e: 'event', w: 'webhook' } as const;
+/** Steps of one delivery committed together, in order. */
+export interface DeliverySteps {
+  id: string;
+  changes: readonly DeliveryChange[];
+}
 
-/** Records whose later versions matter enough to track: a delivery not yet terminal, a webhook. */
-function isTracked(change: ChangelogRecord): boolean {
-  if (change.kind === 'webhook') return true;
-  return change.kind === 'delivery' && change.record.status !== 'succeeded' && change.record.status !== 'dead_lettered';
+/** What a restore hands on: records, a delivery's steps applied to it. */
+export type RestoredChange = Exclude<ChangelogRecord, { kind: 'steps' }>;
+
+const KIND_TOKEN = { delivery: 'd', event: 'e', webhook: 'w', steps: 's' } as const;
+const TOKEN_KIND = { d: 'delivery', e: 'event', w: 'webhook', s: 'steps' } as const;
+type KindToken = keyof typeof TOKEN_KIND;
+
+/** Last token of the subject holding a partition's batches (not a kind token of the old format). */
+const LOG_TOKEN = 'log';
+
+/** Tries of one batch's publish that times out (a JetStream leader change) before its waiters hear of it. */
+const PUBLISH_TRIES = 3;
+
+/** Room left in a message for its headers, below the server's max_payload. */
+const HEADER_ROOM_BYTES = 4096;
+
+interface Waiter {
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+/** One partition's appends: those waiting for the next batch, and where its subject stands. */
+interface PartitionLog {
+  /** Packed entries for the next batch by record key; a later version replaces an earlier one. */
+  waiting: Map<string, Buffer>;
+  waiters: Waiter[];
+  /** Where the partition's batches go: `<prefix>.<partition>.log`. */
+  subject: string;
+  /** Whether this node holds the partition's lease now (from the latest append). */
+  stillHeld: () => boolean;
+  flushing: boolean;
+  /** Sequence of the partition's last batch as this node saw it (0: none); undefined: not known. */
+  lastSequence: number | undefined;
 }
 
 export class PartitionChangelog {
   private readonly js: JetStreamClient;
   private manager: JetStreamManager | null = null;
-  /** The last append of each subject still in flight: appends of one record go out one at a time. */
-  private readonly tails = new Map<string, Promise<void>>();
-  /** Stream sequence of the last version of each tracked record this node read or wrote. */
-  private readonly lastSequence = new Map<string, number>();
+  private readonly logs = new Map<number, PartitionLog>();
+  /** Partitions with appends for the next turn's batches. */
+  private readonly due = new Set<PartitionLog>();
 
   constructor(
     private readonly connection: NatsConnection,
@@ -47,97 +98,199 @@ export class PartitionChangelog {
     this.js = jetstream(connection);
   }
 
-  async ensureStream(): Promise<void> {
+  /** Creates the stream with `replicas` when absent (safe from several nodes at once). */
+  async ensureStream(replicas = 1): Promise<void> {
     const manager = await this.jsm();
-    try {
-      await manager.streams.info(this.stream);
-    } catch {
-      await manager.streams.add({
-        name: this.stream,
-        subjects: [`${this.subjectPrefix}.>`],
-        storage: StorageType.File,
-        retention: RetentionPolicy.Limits,
-        max_msgs_per_subject: 1,
-      });
+    const info = await ensureStream(manager, { name: this.stream, subjects: [`${this.subjectPrefix}.>`], storage: StorageType.File, retention: RetentionPolicy.Limits, max_msgs_per_subject: -1, num_replicas: replicas });
+    if (info.config.max_msgs_per_subject > 0) {
+      await manager.streams.update(this.stream, { max_msgs_per_subject: -1 });
     }
   }
 
   private async jsm(): Promise<JetStreamManager> {
-    this.manager ??= await jetstreamManager(this.connection);
+    this.manager ??= await reachJetStream(this.connection);
     return this.manager;
   }
 
-  private subject(partition: number, change: ChangelogRecord): string {
-    const id = change.kind === 'webhook' ? '' : `.${change.record.id}`;
-    return `${this.subjectPrefix}.${partition}.${KIND_TOKEN[change.kind]}.${change.projectId}${id}`;
+  private logOf(partition: number): PartitionLog {
+    let log = this.logs.get(partition);
+    if (!log) {
+      log = { subject: `${this.subjectPrefix}.${partition}.${LOG_TOKEN}`, waiting: new Map(), waiters: [], stillHeld: () => false, flushing: false, lastSequence: undefined };
+      this.logs.set(partition, log);
+    }
+    return log;
   }
 
   /**
-   * Resolves once JetStream has stored the change (a node may die right after). Each message is a
-   * whole record and the stream keeps only the last per subject, so two versions of one record must
-   * be stored in the order they were made: an append waits for the previous append of its subject
-   * (a publish can be retried inside the client and overtaken by the next one otherwise).
+   * Resolves once JetStream has stored the change, in this batch or a later one (a node may die
+   * right after). Versions of one record are stored in the order they were appended: a partition's
+   * batches go out one at a time, each holding the latest version appended before it left.
    *
-   * `stillHeld` says whether this node holds the partition's lease now. When a conditional append
-   * finds the record written since (a previous owner's late append, or this node's own append
-   * whose ack was lost), a holder's version wins: it appends again over the current last sequence.
+   * `stillHeld` says whether this node holds the partition's lease now. When a batch finds the
+   * partition written since (a previous owner's late batch, or this node's own batch whose ack was
+   * lost), a holder's batch wins: it is appended again over the current last sequence.
    */
   append(partition: number, change: ChangelogRecord, stillHeld: () => boolean): Promise<void> {
-    const subject = this.subject(partition, change);
-    const data = pack(change.record);
-    const tracked = isTracked(change);
-    const publish = async () => {
-      const expected = this.lastSequence.get(subject);
-      let sequence: number;
-      try {
-        sequence = (await this.js.publish(subject, data, expected !== undefined ? { expect: { lastSubjectSequence: expected } } : {})).seq;
-      } catch (error) {
-        if (!isWrongLastSequence(error) || !stillHeld()) throw error;
-        const last = await (await this.jsm()).streams.getMessage(this.stream, { last_by_subj: subject }).catch(() => null);
-        sequence = (await this.js.publish(subject, data, { expect: { lastSubjectSequence: last?.seq ?? 0 } })).seq;
-      }
-      if (tracked) this.lastSequence.set(subject, sequence);
-      else this.lastSequence.delete(subject);
-    };
-    const previous = this.tails.get(subject);
-    const appended = previous ? previous.then(publish, publish) : publish();
-    this.tails.set(subject, appended);
-    const forget = () => {
-      if (this.tails.get(subject) === appended) this.tails.delete(subject);
-    };
-    appended.then(forget, forget);
-    return appended;
-  }
-
-  /** Every record of the partition, latest version each, handed to `apply` in stream order. */
-  async restore(partition: number, apply: (change: ChangelogRecord) => Promise<void> | void): Promise<number> {
-    this.forget(partition);
-    const consumer = await this.js.consumers.get(this.stream, { filter_subjects: `${this.subjectPrefix}.${partition}.>`, deliver_policy: DeliverPolicy.LastPerSubject });
-    const info = await consumer.info();
-    if (info.num_pending === 0) return 0;
-    let restored = 0;
-    const messages = await consumer.consume();
-    for await (const message of messages) {
-      const tokens = message.subject.slice(this.subjectPrefix.length + 1).split('.');
-      const kind = TOKEN_KIND[tokens[1] as keyof typeof TOKEN_KIND];
-      const projectId = tokens[2];
-      if (kind && projectId) {
-        const change = { kind, projectId, record: unpack(message.data) } as ChangelogRecord;
-        await apply(change);
-        if (isTracked(change)) this.lastSequence.set(message.subject, message.seq);
-        restored++;
-      }
-      if (message.info.pending === 0) break;
+    const log = this.logOf(partition);
+    // Packed now: the caller's record may change after this call, the version appended may not.
+    log.waiting.set(recordKey(change), pack([KIND_TOKEN[change.kind], change.projectId, change.record]));
+    log.stillHeld = stillHeld;
+    const stored = new Promise<void>((resolve, reject) => log.waiters.push({ resolve, reject }));
+    // The next turn, not now: every append of the commit that resolved in this turn joins the batch.
+    // One turn for every partition: their publishes leave in one write to the socket.
+    if (!log.flushing && log.waiters.length === 1) {
+      if (this.due.size === 0) setImmediate(() => this.flushDue());
+      this.due.add(log);
     }
-    messages.stop();
-    return restored;
+    return stored;
   }
 
-  /** Drops what this node knew of a partition's records (it no longer holds it). */
-  forget(partition: number): void {
-    const prefix = `${this.subjectPrefix}.${partition}.`;
-    for (const subject of this.lastSequence.keys()) if (subject.startsWith(prefix)) this.lastSequence.delete(subject);
+  private flushDue(): void {
+    for (const log of this.due) void this.flush(log);
+    this.due.clear();
   }
+
+  /** Sends what waits as batches until nothing does; every waiter learns its batch's outcome. */
+  private async flush(log: PartitionLog): Promise<void> {
+    if (log.flushing) return;
+    log.flushing = true;
+    while (log.waiters.length > 0) {
+      const entries = [...log.waiting.values()];
+      const waiters = log.waiters;
+      log.waiting = new Map();
+      log.waiters = [];
+      try {
+        for (const batch of this.batches(entries)) await this.publishBatch(log, batch);
+        for (const waiter of waiters) waiter.resolve();
+      } catch (error) {
+        for (const waiter of waiters) waiter.reject(error);
+      }
+    }
+    log.flushing = false;
+  }
+
+  /** The entries as messages the server takes (several only when they exceed one). */
+  private *batches(entries: Buffer[]): Generator<Buffer> {
+    const limit = Math.max(HEADER_ROOM_BYTES, (this.connection.info?.max_payload ?? 1024 * 1024) - HEADER_ROOM_BYTES);
+    let parts: Buffer[] = [];
+    let bytes = 0;
+    for (const part of entries) {
+      if (bytes > 0 && bytes + part.length > limit) {
+        yield Buffer.concat(parts, bytes);
+        parts = [];
+        bytes = 0;
+      }
+      parts.push(part);
+      bytes += part.length;
+    }
+    if (bytes > 0) yield Buffer.concat(parts, bytes);
+  }
+
+  private async publishBatch(log: PartitionLog, data: Buffer): Promise<void> {
+    const subject = log.subject;
+    const expected = log.lastSequence;
+    try {
+      // Retried on a timeout: a replicated stream electing a new leader answers nothing for a moment.
+      // A retry of a batch that was stored after all finds the subject written, and is handled below.
+      log.lastSequence = (await this.js.publish(subject, data, { retries: PUBLISH_TRIES, ...(expected !== undefined ? { expect: { lastSubjectSequence: expected } } : {}) })).seq;
+    } catch (error) {
+      if (!isWrongLastSequence(error) || !log.stillHeld()) throw error;
+      const last = await (await this.jsm()).streams.getMessage(this.stream, { last_by_subj: subject }).catch(() => null);
+      log.lastSequence = (await this.js.publish(subject, data, { retries: PUBLISH_TRIES, expect: { lastSubjectSequence: last?.seq ?? 0 } })).seq;
+    }
+  }
+
+  /**
+   * Every record of the partition, latest version each, handed to `apply`; resolves with their
+   * count once every `apply` has. The applies run together, so the store commits them in a few
+   * transactions rather than one each.
+   */
+  async restore(partition: number, apply: (change: RestoredChange) => Promise<void> | void): Promise<number> {
+    this.forget(partition);
+    const log = this.logOf(partition);
+    const consumer = await this.js.consumers.get(this.stream, { filter_subjects: `${this.subjectPrefix}.${partition}.>`, deliver_policy: DeliverPolicy.All });
+    const info = await consumer.info();
+    let lastSequence = 0;
+    const latest = new Map<string, ChangelogRecord>();
+    if (info.num_pending > 0) {
+      const messages = await consumer.consume();
+      for await (const message of messages) {
+        const tokens = message.subject.slice(this.subjectPrefix.length + 1).split('.');
+        if (tokens[1] === LOG_TOKEN) {
+          for (const entry of unpackMultiple(message.data) as unknown[]) {
+            const change = decodeEntry(entry);
+            if (change) latest.set(recordKey(change), change);
+          }
+          lastSequence = message.seq;
+        } else {
+          const change = decodeEntry([tokens[1], tokens[2], unpack(message.data)]);
+          if (change) latest.set(recordKey(change), change);
+        }
+        if (message.info.pending === 0) break;
+      }
+      messages.stop();
+    }
+    const records = withSteps(latest.values());
+    await Promise.all(records.map((change) => apply(change)));
+    log.lastSequence = lastSequence;
+    return records.length;
+  }
+
+  /** Drops what this node knew of a partition's subject (it no longer holds it). */
+  forget(partition: number): void {
+    const log = this.logs.get(partition);
+    if (log) log.lastSequence = undefined;
+  }
+}
+
+/** Identifies a record within its partition: two versions of it share the key (steps: the same first transition). */
+function recordKey(change: ChangelogRecord): string {
+  if (change.kind === 'webhook') return `w.${change.projectId}`;
+  const key = `${KIND_TOKEN[change.kind]}.${change.projectId}.${change.record.id}`;
+  return change.kind === 'steps' ? `${key}.${change.record.changes[0]?.transitionIndex ?? 0}` : key;
+}
+
+/**
+ * The records with each delivery's steps applied in transition order. Steps its record already
+ * holds are skipped; a gap (steps whose append failed) ends them, so a record never skips a step
+ * (the writer appends the whole record after such a failure). Steps without a record are dropped.
+ */
+function withSteps(changes: Iterable<ChangelogRecord>): RestoredChange[] {
+  const records: RestoredChange[] = [];
+  const steps = new Map<string, DeliveryChange[]>();
+  for (const change of changes) {
+    if (change.kind !== 'steps') records.push(change);
+    else {
+      const key = `${change.projectId}.${change.record.id}`;
+      const list = steps.get(key);
+      if (list) list.push(...change.record.changes);
+      else steps.set(key, [...change.record.changes]);
+    }
+  }
+  return records.map((change) => {
+    const list = change.kind === 'delivery' ? steps.get(`${change.projectId}.${change.record.id}`) : undefined;
+    if (!list || change.kind !== 'delivery') return change;
+    list.sort((a, b) => a.transitionIndex - b.transitionIndex);
+    let next = change.record.transitions.length;
+    const contiguous: DeliveryChange[] = [];
+    for (const step of list) {
+      if (step.transitionIndex < next) continue;
+      if (step.transitionIndex > next) break;
+      contiguous.push(step);
+      next += step.transitions.length;
+    }
+    return { ...change, record: withChanges(change.record, contiguous) };
+  });
+}
+
+/** A `[kind token, projectId, record]` entry as a change, or null when it is not one. */
+function decodeEntry(entry: unknown): ChangelogRecord | null {
+  if (!Array.isArray(entry) || entry.length !== 3) return null;
+  const [token, projectId, record] = entry as [unknown, unknown, unknown];
+  const kind = TOKEN_KIND[token as KindToken];
+  if (!kind || typeof projectId !== 'string' || projectId === '' || record === null || typeof record !== 'object') return null;
+  if (kind === 'steps' && !(Array.isArray((record as DeliverySteps).changes) && (record as DeliverySteps).changes.length > 0)) return null;
+  return { kind, projectId, record } as ChangelogRecord;
 }
 
 /** JetStream's "wrong last sequence" (API error 10071): the subject was written since. */

@@ -1,8 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { AckPolicy, DeliverPolicy, jetstreamManager } from '@nats-io/jetstream';
-import { Kvm } from '@nats-io/kv';
 import type { KV } from '@nats-io/kv';
-import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Engine } from '../actors/engine.js';
 import { hashApiKey } from '../actors/engine.js';
@@ -13,6 +11,11 @@ import { partitionOf } from '../sdk/partition.js';
 import type { ProjectRecord } from '../store/records.js';
 import type { StoreReplicator } from '../store/store.js';
 import { NatsTransport } from '../transport/nats.js';
+import { natsAccess } from '../transport/nats-access.js';
+import { connectNats } from '../transport/nats-connection.js';
+import { natsStartError } from '../transport/nats-start-error.js';
+import { ensureKv } from '../transport/nats-streams.js';
+import { verdictSubjectPrefix } from '../transport/verdict.js';
 import type { EventSink } from '../transport/types.js';
 import { PartitionChangelog } from './changelog.js';
 import { ClusterCoordinator } from './coordinator.js';
@@ -94,13 +97,15 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   /** Connects and prepares the shared NATS state; the engine is attached afterwards. */
   async connect(): Promise<void> {
     try {
-      this.connection = await connect({ servers: this.settings.natsUrl!, name: `hookline-${this.nodeId}`, reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
-      const kvm = new Kvm(this.connection);
+      // noAsyncTraces: otherwise every request (each changelog append, each pull) builds two errors
+      // with a stack trace in case it fails, a tenth of a node's CPU in the profile of issue 12.
+      this.connection = await connectNats(natsAccess(this.settings), { name: `hookline-${this.nodeId}`, noAsyncTraces: true, logger: this.logger });
+      const replicas = this.settings.natsReplicas;
       // Every name derives from the events stream's, so clusters (and tests) sharing a NATS stay apart.
-      this.directory = await kvm.create(`${this.settings.natsStream}_directory`, { history: 1 });
-      const clusterKv = await kvm.create(`${this.settings.natsStream}_leases`, { history: 1 });
+      this.directory = await ensureKv(this.connection, `${this.settings.natsStream}_directory`, replicas);
+      const clusterKv = await ensureKv(this.connection, `${this.settings.natsStream}_leases`, replicas);
       this.changelog = new PartitionChangelog(this.connection, `${this.settings.natsStream}_CHANGELOG`, `${this.settings.clusterSubjectPrefix}.changelog`);
-      await this.changelog.ensureStream();
+      await this.changelog.ensureStream(replicas);
       this.rpc = new PartitionRpc(this.connection, `${this.settings.clusterSubjectPrefix}.rpc`, (request) => this.handleForwarded!(request));
       this.leases = new PartitionLeases(clusterKv, this.nodeId, this.cluster.leaseMs);
       this.coordinator = new ClusterCoordinator({
@@ -113,7 +118,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
       });
     } catch (error) {
       await this.connection?.close().catch(() => {});
-      throw new HooklineError('HOOKLINE_ERR_NATS_UNAVAILABLE', `cluster mode could not set up NATS state at ${this.settings.natsUrl}: ${(error as Error).message}`, { cause: error });
+      throw natsStartError(natsAccess(this.settings), error);
     }
   }
 
@@ -201,6 +206,11 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
     await this.changelog.append(partition, { kind: 'delivery', projectId, record }, () => this.leases.isValid(partition));
   }
 
+  async deliverySteps(projectId: string, deliveryId: string, changes: Parameters<StoreReplicator['deliverySteps']>[2]): Promise<void> {
+    const partition = this.partitionToAppend(projectId);
+    await this.changelog.append(partition, { kind: 'steps', projectId, record: { id: deliveryId, changes } }, () => this.leases.isValid(partition));
+  }
+
   async event(projectId: string, record: Parameters<StoreReplicator['event']>[1]): Promise<void> {
     const partition = this.partitionToAppend(projectId);
     await this.changelog.append(partition, { kind: 'event', projectId, record }, () => this.leases.isValid(partition));
@@ -223,12 +233,17 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
     this.rpc.serve(partition);
     const durable = `${this.settings.natsDurable}-p${partition}`;
     await this.takeOverConsumer(partition, durable);
+    // The node's own connection: one socket carries every partition's pulls and acks (a connection
+    // each meant a socket, its pings and its reads per partition).
     const consumer = new NatsTransport({
       servers: this.settings.natsUrl!,
+      connection: this.connection,
+      replicas: this.settings.natsReplicas,
       stream: this.settings.natsStream,
       subjectPrefix: `${this.settings.natsSubjectPrefix}.${partition}`,
       durable,
       streamSubjects: [`${this.settings.natsSubjectPrefix}.>`],
+      verdictPrefix: verdictSubjectPrefix(this.settings.natsSubjectPrefix),
       logger: this.logger,
     });
     this.consumers.set(partition, consumer);

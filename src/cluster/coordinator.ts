@@ -44,7 +44,7 @@ export interface CoordinatorOptions {
  * partitions become desired by others, who take them as soon as its leases expire.
  */
 
-/** Partitions restored at once (a restore holds a consumer and a NATS connection open). */
+/** Partitions restored at once (a restore holds a JetStream consumer open while it reads the changelog). */
 const MAX_ACQUISITIONS_PER_ROUND = 16;
 
 export class ClusterCoordinator {

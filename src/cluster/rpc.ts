@@ -1,4 +1,4 @@
-import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { HooklineError } from '../errors.js';
 
 /** An API call re-sent to the node that owns the project's partition. */
@@ -42,12 +42,36 @@ export class PartitionRpc {
         if (error) return;
         const request = JSON.parse(decoder.decode(message.data)) as ForwardedRequest;
         this.handle(request).then(
-          (reply) => message.respond(encoder.encode(JSON.stringify(reply))),
-          (failure: unknown) => message.respond(encoder.encode(JSON.stringify(internalError(failure)))),
+          (reply) => this.respond(message, reply),
+          (failure: unknown) => this.respond(message, errorReply(new HooklineError('HOOKLINE_ERR_INTERNAL', 'the owning node failed to answer; the server log has the details', { cause: failure }))),
         );
       },
     });
     this.subscriptions.set(partition, subscription);
+  }
+
+  /**
+   * Sends the answer back. NATS refuses a message over its max_payload (a page of large stored
+   * events can be), and a refused reply must not end the process: the caller gets a coded error.
+   */
+  private respond(message: Msg, reply: ForwardedReply): void {
+    const payload = encoder.encode(JSON.stringify(reply));
+    const maxPayload = this.connection.info?.max_payload;
+    if (maxPayload !== undefined && payload.byteLength > maxPayload) {
+      const tooLarge = new HooklineError('HOOKLINE_ERR_ANSWER_TOO_LARGE', `the owning node's answer (${payload.byteLength} bytes) is larger than NATS max_payload (${maxPayload} bytes), which carries it to this node; ask for a smaller page (limit), call the owning node, or raise max_payload`);
+      this.respondOrDrop(message, encoder.encode(JSON.stringify(errorReply(tooLarge))));
+      return;
+    }
+    this.respondOrDrop(message, payload);
+  }
+
+  /** A reply that still cannot be sent (the connection closed meanwhile) leaves the caller to time out and retry. */
+  private respondOrDrop(message: Msg, payload: Uint8Array): void {
+    try {
+      message.respond(payload);
+    } catch {
+      // The caller's request times out and answers partition_moving, which it retries.
+    }
   }
 
   unserve(partition: number): void {
@@ -56,8 +80,15 @@ export class PartitionRpc {
   }
 
   async forward(partition: number, request: ForwardedRequest, timeoutMs: number): Promise<ForwardedReply> {
+    const payload = encoder.encode(JSON.stringify(request));
+    // NATS refuses a larger message outright; sent anyway, it would look like a partition without an
+    // owner and be retried forever. A batch (up to HOOKLINE_MAX_BATCH_BODY) can be this large.
+    const maxPayload = this.connection.info?.max_payload;
+    if (maxPayload !== undefined && payload.byteLength > maxPayload) {
+      throw new HooklineError('HOOKLINE_ERR_PAYLOAD_TOO_LARGE', `this node would forward the call to the project's owner over NATS, whose max_payload (${maxPayload} bytes) is below the ${payload.byteLength} bytes of the call; send smaller batches, send them to the owning node, or raise max_payload`);
+    }
     try {
-      const reply = await this.connection.request(`${this.subjectPrefix}.${partition}`, encoder.encode(JSON.stringify(request)), { timeout: timeoutMs });
+      const reply = await this.connection.request(`${this.subjectPrefix}.${partition}`, payload, { timeout: timeoutMs });
       return JSON.parse(decoder.decode(reply.data)) as ForwardedReply;
     } catch (error) {
       throw new HooklineError('HOOKLINE_ERR_PARTITION_MOVING', `partition ${partition} has no reachable owner right now (a node joined or left); retry shortly`, { cause: error, retryAfterSeconds: 1 });
@@ -69,7 +100,6 @@ export class PartitionRpc {
   }
 }
 
-function internalError(failure: unknown): ForwardedReply {
-  const error = new HooklineError('HOOKLINE_ERR_INTERNAL', 'the owning node failed to answer; the server log has the details', { cause: failure });
+function errorReply(error: HooklineError): ForwardedReply {
   return { statusCode: error.status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(error.toJSON()) };
 }

@@ -18,11 +18,29 @@ export interface Settings {
   deliveryTimeoutMs: number;
   allowPrivateNetworks: boolean;
   maxBodyBytes: number;
+  /** Largest body of `POST /v1/events/batch`; each event in it is still held to `maxBodyBytes`. */
+  maxBatchBodyBytes: number;
   natsUrl: string | null;
   /** JetStream stream, subject prefix and durable consumer of the NATS transport. */
   natsStream: string;
   natsSubjectPrefix: string;
   natsDurable: string;
+  /** NATS user/password authentication (HOOKLINE_NATS_USER, HOOKLINE_NATS_PASSWORD). */
+  natsUser: string | null;
+  natsPassword: string | null;
+  /** NATS token authentication. */
+  natsToken: string | null;
+  /** Path of a file holding an nkey seed (`SU…`). */
+  natsNkeyFile: string | null;
+  /** Path of a `.creds` file: user JWT and nkey seed (decentralised auth). */
+  natsCredsFile: string | null;
+  /** CA bundle (PEM) verifying the NATS servers; setting it requires TLS. */
+  natsTlsCa: string | null;
+  /** Client certificate and key (PEM) for mutual TLS. */
+  natsTlsCert: string | null;
+  natsTlsKey: string | null;
+  /** Replicas of every stream and KV bucket Hookline creates. */
+  natsReplicas: number;
   /** Cluster mode (needs natsUrl): several nodes share projects by partition. */
   cluster: boolean;
   /** This node's name in the cluster; stable across restarts. */
@@ -48,62 +66,136 @@ export interface Settings {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
-const flag = z.enum(['0', '1', 'true', 'false']).transform((value) => value === '1' || value === 'true');
-const optionalText = z.string().min(1).optional().transform((value) => value ?? null);
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
-function parsed<T>(parse: (text: string) => T) {
+/**
+ * A setting parsed from its text. `expected` completes the sentence an operator reads when the
+ * value is wrong: `HOOKLINE_PORT must be a whole number 0-65535, got "abc"` (the variable's name is
+ * put in front by settingsFromEnvironment). `parse` returns undefined, or throws, on a bad value.
+ */
+function setting<T>(expected: string, parse: (text: string) => T | undefined) {
   return z.string().transform((text, context) => {
+    let value: T | undefined;
     try {
-      return parse(text);
-    } catch (error) {
-      context.addIssue({ code: 'custom', message: (error as Error).message });
+      value = parse(text.trim());
+    } catch {
+      value = undefined;
+    }
+    if (value === undefined) {
+      context.addIssue({ code: 'custom', message: `must be ${expected}, got ${JSON.stringify(text)}` });
       return z.NEVER;
     }
+    return value;
   });
 }
 
+function wholeNumber(min: number, max?: number) {
+  return setting(max === undefined ? `a whole number ${min} or more` : `a whole number ${min}-${max}`, (text) => {
+    const value = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+    return value >= min && (max === undefined || value <= max) ? value : undefined;
+  });
+}
+
+function matching(pattern: RegExp, expected: string) {
+  return setting(expected, (text) => (pattern.test(text) ? text : undefined));
+}
+
+const FLAG_VALUES: Record<string, boolean> = { '1': true, true: true, '0': false, false: false };
+const flag = setting('1, 0, true or false', (text) => FLAG_VALUES[text.toLowerCase()]);
+const duration = setting('a duration: a whole number with an optional unit ms, s, m, h or d, such as 250ms, 15s, 5m or 2h', parseDuration);
+const byteSize = setting('a size: a whole number of bytes with an optional unit kb, mb or gb, such as 256kb or 1gb', parseByteSize);
+const name = matching(/^[A-Za-z0-9_-]{1,64}$/, '1 to 64 letters, digits, _ or -');
+const subjectPrefix = matching(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'dot-separated words of letters, digits, _ or - without wildcards, such as hookline.events');
+const optionalText = z.string().min(1).optional().transform((value) => value ?? null);
+
 const environmentSchema = z.object({
   HOOKLINE_HOST: z.string().min(1).default('127.0.0.1'),
-  HOOKLINE_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOOKLINE_PORT: wholeNumber(0, 65535).default(8080),
   HOOKLINE_DATA_DIR: z.string().min(1).default('./data'),
   HOOKLINE_API_KEY: optionalText,
   HOOKLINE_ADMIN_KEY: optionalText,
-  HOOKLINE_RETRY_SCHEDULE: parsed(parseRetrySchedule).optional(),
+  HOOKLINE_RETRY_SCHEDULE: setting('a comma-separated list of durations (ms, s, m, h, d), such as 0,5s,5m,30m,2h', parseRetrySchedule).optional(),
   HOOKLINE_RETRY_JITTER: flag.default(true),
-  HOOKLINE_DELIVERY_TIMEOUT: parsed(parseDuration).default(15_000),
+  HOOKLINE_DELIVERY_TIMEOUT: duration.default(15_000),
   HOOKLINE_ALLOW_PRIVATE_NETWORKS: flag.default(false),
-  HOOKLINE_MAX_BODY: parsed(parseByteSize).default(262_144),
+  HOOKLINE_MAX_BODY: byteSize.default(262_144),
+  HOOKLINE_MAX_BATCH_BODY: byteSize.default(4 * 1024 * 1024),
   HOOKLINE_NATS_URL: optionalText,
-  HOOKLINE_NATS_STREAM: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only').default('HOOKLINE_EVENTS'),
-  HOOKLINE_NATS_SUBJECT_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'dot-separated tokens without wildcards').default('hookline.events'),
+  HOOKLINE_NATS_STREAM: name.default('HOOKLINE_EVENTS'),
+  HOOKLINE_NATS_SUBJECT_PREFIX: subjectPrefix.default('hookline.events'),
+  HOOKLINE_NATS_USER: optionalText,
+  HOOKLINE_NATS_PASSWORD: optionalText,
+  HOOKLINE_NATS_TOKEN: optionalText,
+  HOOKLINE_NATS_NKEY: optionalText,
+  HOOKLINE_NATS_CREDS: optionalText,
+  HOOKLINE_NATS_TLS_CA: optionalText,
+  HOOKLINE_NATS_TLS_CERT: optionalText,
+  HOOKLINE_NATS_TLS_KEY: optionalText,
+  HOOKLINE_NATS_REPLICAS: wholeNumber(1, 5).default(1),
   HOOKLINE_CLUSTER: flag.default(false),
-  HOOKLINE_NODE_ID: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only').optional(),
-  HOOKLINE_PARTITIONS: z.coerce.number().int().min(1).max(1024).default(64),
-  HOOKLINE_LEASE_TTL: parsed(parseDuration).default(5_000),
-  HOOKLINE_CLUSTER_SUBJECT_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'dot-separated tokens without wildcards').default('hookline.cluster'),
-  HOOKLINE_NATS_DURABLE: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only').default('hookline'),
-  HOOKLINE_RETENTION: parsed(parseDuration).default(30 * 24 * 3600_000),
-  HOOKLINE_DISABLE_AFTER: parsed(parseDuration).default(5 * 24 * 3600_000),
-  HOOKLINE_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(50),
-  HOOKLINE_RATE_LIMIT: z.coerce.number().int().min(0).default(20_000),
-  HOOKLINE_MAX_LIVE_DELIVERIES: z.coerce.number().int().min(1).default(1_000_000),
-  HOOKLINE_MAX_DATA_SIZE: parsed(parseByteSize).default(0),
-  HOOKLINE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  HOOKLINE_NODE_ID: name.optional(),
+  HOOKLINE_PARTITIONS: wholeNumber(1, 1024).default(64),
+  HOOKLINE_LEASE_TTL: duration.default(5_000),
+  HOOKLINE_CLUSTER_SUBJECT_PREFIX: subjectPrefix.default('hookline.cluster'),
+  HOOKLINE_NATS_DURABLE: name.default('hookline'),
+  HOOKLINE_RETENTION: duration.default(30 * 24 * 3600_000),
+  HOOKLINE_DISABLE_AFTER: duration.default(5 * 24 * 3600_000),
+  HOOKLINE_ENDPOINT_CONCURRENCY: wholeNumber(1, 10_000).default(50),
+  HOOKLINE_RATE_LIMIT: wholeNumber(0).default(20_000),
+  HOOKLINE_MAX_LIVE_DELIVERIES: wholeNumber(1).default(1_000_000),
+  HOOKLINE_MAX_DATA_SIZE: byteSize.default(0),
+  HOOKLINE_LOG_LEVEL: setting(`one of ${LOG_LEVELS.join(', ')}`, (text) => LOG_LEVELS.find((level) => level === text)).default('info'),
 });
+
+/** HOOKLINE_* variables that other commands and scripts read: not settings of `serve`, not typos. */
+const OTHER_KNOWN_VARIABLES = ['HOOKLINE_URL', 'HOOKLINE_DEBUG', 'HOOKLINE_NODE_CACHE'];
+
+/** Typos further than this from every known name are reported without a suggestion. */
+const MAX_SUGGESTION_DISTANCE = 3;
+
+/**
+ * One warning for each HOOKLINE_* variable that is no setting, with the closest known name, e.g.
+ * `HOOKLINE_PROT is not a Hookline setting and is ignored; did you mean HOOKLINE_PORT?`. A typo
+ * would otherwise leave the default in force without a word.
+ */
+export function unknownSettingWarnings(environment: Record<string, string | undefined> = process.env): string[] {
+  const known = [...Object.keys(environmentSchema.shape), ...OTHER_KNOWN_VARIABLES];
+  return Object.keys(environment)
+    .filter((variable) => variable.startsWith('HOOKLINE_') && !known.includes(variable))
+    .sort()
+    .map((variable) => {
+      const [closest] = known.map((candidate) => ({ candidate, distance: editDistance(variable, candidate) })).sort((a, b) => a.distance - b.distance);
+      const suggestion = closest && closest.distance <= MAX_SUGGESTION_DISTANCE ? `; did you mean ${closest.candidate}?` : '; see the README\'s Settings for the names';
+      return `${variable} is not a Hookline setting and is ignored${suggestion}`;
+    });
+}
+
+/** Levenshtein distance: insertions, deletions and substitutions of one character each cost 1. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
+}
 
 /** Reads settings from environment variables, failing with every bad variable named. */
 export function settingsFromEnvironment(environment: Record<string, string | undefined> = process.env): Settings {
   const relevant = Object.fromEntries(Object.entries(environment).filter(([name, value]) => name.startsWith('HOOKLINE_') && value !== ''));
   const result = environmentSchema.safeParse(relevant);
   if (!result.success) {
-    const details = result.error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message }));
-    const summary = details.map((detail) => `${detail.path}: ${detail.message}`).join('; ');
-    throw new HooklineError('HOOKLINE_ERR_CONFIG', `invalid settings: ${summary}`, { details });
+    const details = result.error.issues.map((issue) => ({ path: issue.path.join('.'), message: `${issue.path.join('.')} ${issue.message}` }));
+    throw new HooklineError('HOOKLINE_ERR_CONFIG', details.map((detail) => detail.message).join('; '), { details });
   }
   const env = result.data;
   if (env.HOOKLINE_CLUSTER && !env.HOOKLINE_NATS_URL) {
-    throw new HooklineError('HOOKLINE_ERR_CONFIG', 'invalid settings: HOOKLINE_CLUSTER=1 needs HOOKLINE_NATS_URL (the cluster is connected by NATS)', { details: [{ path: 'HOOKLINE_CLUSTER', message: 'requires HOOKLINE_NATS_URL' }] });
+    throw new HooklineError('HOOKLINE_ERR_CONFIG', 'HOOKLINE_CLUSTER=1 needs HOOKLINE_NATS_URL: the nodes of a cluster talk through NATS; set it to your NATS server, e.g. nats://127.0.0.1:4222', { details: [{ path: 'HOOKLINE_CLUSTER', message: 'requires HOOKLINE_NATS_URL' }] });
   }
+  checkNatsAuthSettings(env);
   return {
     host: env.HOOKLINE_HOST,
     port: env.HOOKLINE_PORT,
@@ -115,10 +207,20 @@ export function settingsFromEnvironment(environment: Record<string, string | und
     deliveryTimeoutMs: env.HOOKLINE_DELIVERY_TIMEOUT,
     allowPrivateNetworks: env.HOOKLINE_ALLOW_PRIVATE_NETWORKS,
     maxBodyBytes: env.HOOKLINE_MAX_BODY,
+    maxBatchBodyBytes: env.HOOKLINE_MAX_BATCH_BODY,
     natsUrl: env.HOOKLINE_NATS_URL,
     natsStream: env.HOOKLINE_NATS_STREAM,
     natsSubjectPrefix: env.HOOKLINE_NATS_SUBJECT_PREFIX,
     natsDurable: env.HOOKLINE_NATS_DURABLE,
+    natsUser: env.HOOKLINE_NATS_USER,
+    natsPassword: env.HOOKLINE_NATS_PASSWORD,
+    natsToken: env.HOOKLINE_NATS_TOKEN,
+    natsNkeyFile: env.HOOKLINE_NATS_NKEY,
+    natsCredsFile: env.HOOKLINE_NATS_CREDS,
+    natsTlsCa: env.HOOKLINE_NATS_TLS_CA,
+    natsTlsCert: env.HOOKLINE_NATS_TLS_CERT,
+    natsTlsKey: env.HOOKLINE_NATS_TLS_KEY,
+    natsReplicas: env.HOOKLINE_NATS_REPLICAS,
     cluster: env.HOOKLINE_CLUSTER,
     nodeId: env.HOOKLINE_NODE_ID ?? `${hostname().replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 40)}-${env.HOOKLINE_PORT}`,
     partitions: env.HOOKLINE_PARTITIONS,
@@ -132,6 +234,23 @@ export function settingsFromEnvironment(environment: Record<string, string | und
     maxDataBytes: env.HOOKLINE_MAX_DATA_SIZE,
     logLevel: env.HOOKLINE_LOG_LEVEL,
   };
+}
+
+/**
+ * NATS authentication takes one mode; two at once (a token and a creds file, say) would leave the
+ * operator guessing which one the server saw, so the start names both instead.
+ */
+function checkNatsAuthSettings(env: z.infer<typeof environmentSchema>): void {
+  const fail = (setting: string, message: string) => {
+    throw new HooklineError('HOOKLINE_ERR_CONFIG', `${setting} ${message}`, { details: [{ path: setting, message }] });
+  };
+  if (env.HOOKLINE_NATS_PASSWORD && !env.HOOKLINE_NATS_USER) fail('HOOKLINE_NATS_PASSWORD', 'needs HOOKLINE_NATS_USER: set the user the password belongs to');
+  if (env.HOOKLINE_NATS_USER && !env.HOOKLINE_NATS_PASSWORD) fail('HOOKLINE_NATS_USER', 'needs HOOKLINE_NATS_PASSWORD: set the user\'s password');
+  const modes = (['HOOKLINE_NATS_USER', 'HOOKLINE_NATS_TOKEN', 'HOOKLINE_NATS_NKEY', 'HOOKLINE_NATS_CREDS'] as const).filter((name) => env[name]);
+  if (modes.length > 1) fail(modes[1]!, `cannot be combined with ${modes[0]}: NATS authenticates a client one way; keep the one your server expects`);
+  if (Boolean(env.HOOKLINE_NATS_TLS_CERT) !== Boolean(env.HOOKLINE_NATS_TLS_KEY)) {
+    fail(env.HOOKLINE_NATS_TLS_CERT ? 'HOOKLINE_NATS_TLS_CERT' : 'HOOKLINE_NATS_TLS_KEY', 'needs its pair: mutual TLS takes both HOOKLINE_NATS_TLS_CERT (the client certificate) and HOOKLINE_NATS_TLS_KEY (its private key)');
+  }
 }
 
 /** Settings for tests and embedding: the defaults with some overridden. */

@@ -5,7 +5,9 @@
  * - a self-loop: a loop on the state's right side, one size larger per extra loop;
  * - neighbouring ranks: a quadratic curve, edges between the same two states fanned apart;
  * - one rank: an arc over (left to right) or under (right to left);
- * - two ranks or more: around the states in between, on the outer side, one lane per edge.
+ * - two ranks or more: around the states in between, on the outer side, one lane per edge, each
+ *   lane far enough out that the label of the lane inside it fits between the two.
+ * Every label sits beside the middle of its own edge, on the curve's outer side.
  * Only positions are computed here; svg.ts draws them.
  */
 import type { GraphEdge, MachineGraph } from './graph.js';
@@ -34,10 +36,19 @@ export interface EdgeRoute {
   readonly lines: readonly string[];
 }
 
-interface MutableRoute extends Omit<EdgeRoute, 'label'> {
-  label: EdgeRoute['label'];
-  /** Set on edges routed around the states they span. */
-  lane?: { side: 'left' | 'right'; x: number };
+type LabelAnchor = EdgeRoute['label']['anchor'];
+
+/** A route before its label is placed: which side of the anchor point the label extends to. */
+interface RouteDraft extends Omit<EdgeRoute, 'label'> {
+  readonly anchor: LabelAnchor;
+}
+
+/** An axis-aligned box by its top-left corner. */
+export interface Box {
+  readonly x: number;
+  readonly y: number;
+  readonly width: number;
+  readonly height: number;
 }
 
 export interface DiagramLayout {
@@ -48,10 +59,14 @@ export interface DiagramLayout {
 
 export const NODE_FONT_SIZE = 13;
 export const LABEL_FONT_SIZE = 11;
+export const LABEL_LINE_HEIGHT = LABEL_FONT_SIZE + 3;
+/** Where along its curve (0 at the source, 1 at the target) a label may go, in order of preference. */
+const LABEL_POSITIONS = [0.5, 0.45, 0.55, 0.4, 0.6, 0.35, 0.65, 0.3, 0.7, 0.25, 0.75, 0.2, 0.8, 0.15, 0.85];
 const NODE_HEIGHT = 36;
 const RANK_GAP = 160;
 const NODE_GAP = 110;
-const LANE_GAP = 34;
+/** Room between a lane's label and the next lane out. */
+const LANE_CLEARANCE = 12;
 
 /** Text width estimate for a sans-serif font (no font metrics without a renderer). */
 export function textWidth(text: string, fontSize: number): number {
@@ -88,6 +103,31 @@ function exitPoint(box: NodeBox, toward: Point): Point {
   return point(box.x + dx * scale, box.y + dy * scale);
 }
 
+/** The point at `t` (0 to 1) of the Bézier curve with these end and control points (de Casteljau). */
+function bezierPoint(points: readonly Point[], t: number): Point {
+  let level: Point[] = [...points];
+  while (level.length > 1) level = level.slice(1).map((next, index) => ({ x: level[index]!.x + (next.x - level[index]!.x) * t, y: level[index]!.y + (next.y - level[index]!.y) * t }));
+  return level[0]!;
+}
+
+/** A label at `t` along the curve: on it (`middle`), or starting 6 units to its right (`start`) or ending 6 to its left (`end`). */
+function labelAt(points: readonly Point[], anchor: LabelAnchor, t: number): EdgeRoute['label'] {
+  const at = bezierPoint(points, t);
+  return { ...point(at.x + (anchor === 'start' ? 6 : anchor === 'end' ? -6 : 0), at.y), anchor };
+}
+
+/** The box a label's lines take (drawn by svg.ts as the label's white backing). */
+export function labelBox(label: EdgeRoute['label'], lines: readonly string[]): Box {
+  const width = labelWidth(lines);
+  const height = lines.length * LABEL_LINE_HEIGHT + 4;
+  const x = label.anchor === 'start' ? label.x - 4 : label.anchor === 'end' ? label.x - width + 4 : label.x - width / 2;
+  return { x, y: label.y - height / 2, width, height };
+}
+
+/** The area two boxes share (0 when they only touch or are apart). */
+const overlap = (a: Box, b: Box): number =>
+  Math.max(0, Math.min(a.x + a.width, b.x + b.width) - Math.max(a.x, b.x)) * Math.max(0, Math.min(a.y + a.height, b.y + b.height) - Math.max(a.y, b.y));
+
 export function layoutDiagram(graph: MachineGraph): DiagramLayout {
   const ranks = rankStates(graph);
   const byRank: string[][] = [];
@@ -113,7 +153,8 @@ export function layoutDiagram(graph: MachineGraph): DiagramLayout {
 
   const box = (state: string): NodeBox => nodes.get(state)!;
   const loopsSoFar = new Map<string, number>();
-  const lanesSoFar = { left: 0, right: 0 };
+  /** Per side, the x the next lane's middle must reach: past the previous lane's label. */
+  const laneReach: Record<'left' | 'right', number | undefined> = { left: undefined, right: undefined };
   const pairKey = (edge: GraphEdge) => [edge.from, edge.to].sort().join('\u0000');
   const pairs = new Map<string, GraphEdge[]>();
   for (const edge of graph.edges) {
@@ -124,7 +165,7 @@ export function layoutDiagram(graph: MachineGraph): DiagramLayout {
     }
   }
 
-  const routes = graph.edges.map((edge): MutableRoute => {
+  const drafts = graph.edges.map((edge): RouteDraft => {
     const lines = labelLines(edge);
     const from = box(edge.from);
     const to = box(edge.to);
@@ -139,7 +180,7 @@ export function layoutDiagram(graph: MachineGraph): DiagramLayout {
       const end = point(right, from.y + 8);
       const c1 = point(right + reach, from.y - 30 - index * 12);
       const c2 = point(right + reach, from.y + 30 + index * 12);
-      return { edge, lines, path: `M${format(start)} C${format(c1)} ${format(c2)} ${format(end)}`, points: [start, c1, c2, end], label: { ...point(right + reach * 0.75 + 6, from.y), anchor: 'start' } };
+      return { edge, lines, path: `M${format(start)} C${format(c1)} ${format(c2)} ${format(end)}`, points: [start, c1, c2, end], anchor: 'start' };
     }
 
     if (Math.abs(span) === 1) {
@@ -155,23 +196,20 @@ export function layoutDiagram(graph: MachineGraph): DiagramLayout {
       const control = point((from.x + to.x) / 2 + normal.x * bend, (from.y + to.y) / 2 + normal.y * bend);
       const start = exitPoint(from, control);
       const end = exitPoint(to, control);
-      const middle = point(0.25 * start.x + 0.5 * control.x + 0.25 * end.x, 0.25 * start.y + 0.5 * control.y + 0.25 * end.y);
       // The label goes on the outer side of the curve: where it bends, or where it leans.
       const lean = bend !== 0 ? normal.x * bend : to.x - from.x;
       const anchor = Math.abs(lean) < 1 ? 'middle' : lean < 0 ? 'end' : 'start';
-      const label = { x: round(middle.x + (anchor === 'end' ? -6 : anchor === 'start' ? 6 : 0)), y: middle.y, anchor } as const;
-      return { edge, lines, path: `M${format(start)} Q${format(control)} ${format(end)}`, points: [start, control, end], label };
+      return { edge, lines, path: `M${format(start)} Q${format(control)} ${format(end)}`, points: [start, control, end], anchor };
     }
 
     if (span === 0) {
-      // A shallow arc, so its label (at the apex) stays clear of the labels between ranks.
+      // A shallow arc, so its label (on the curve) stays clear of the labels between ranks.
       const over = from.x < to.x;
       const direction = over ? -1 : 1;
       const start = point(from.x, from.y + (direction * from.height) / 2);
       const end = point(to.x, to.y + (direction * to.height) / 2);
       const control = point((from.x + to.x) / 2, start.y + direction * 48);
-      const middle = point((start.x + end.x) / 4 + control.x / 2, (start.y + end.y) / 4 + control.y / 2);
-      return { edge, lines, path: `M${format(start)} Q${format(control)} ${format(end)}`, points: [start, control, end], label: { ...middle, anchor: 'middle' } };
+      return { edge, lines, path: `M${format(start)} Q${format(control)} ${format(end)}`, points: [start, control, end], anchor: 'middle' };
     }
 
     // Two ranks or more: around every state of the ranks in between, on the outer side.
@@ -182,35 +220,37 @@ export function layoutDiagram(graph: MachineGraph): DiagramLayout {
       return rank >= top && rank <= bottom;
     });
     const side = (from.x + to.x) / 2 <= 0 ? 'left' : 'right';
-    const lane = lanesSoFar[side]++;
-    const laneX = side === 'left'
-      ? Math.min(...spanned.map((node) => node.x - node.width / 2)) - 40 - lane * LANE_GAP
-      : Math.max(...spanned.map((node) => node.x + node.width / 2)) + 40 + lane * LANE_GAP;
-    const start = exitPoint(from, { x: laneX, y: from.y });
-    const end = exitPoint(to, { x: laneX, y: to.y });
-    const c1 = point(laneX, start.y);
-    const c2 = point(laneX, end.y);
-    const middle = point((start.x + 3 * c1.x + 3 * c2.x + end.x) / 8, (start.y + 3 * c1.y + 3 * c2.y + end.y) / 8);
-    return {
-      edge,
-      lines,
-      path: `M${format(start)} C${format(c1)} ${format(c2)} ${format(end)}`,
-      points: [start, c1, c2, end],
-      label: { x: round(middle.x + (side === 'left' ? -6 : 6)), y: middle.y, anchor: side === 'left' ? 'end' : 'start' },
-      lane: { side, x: laneX },
-    };
+    const outward = side === 'left' ? -1 : 1;
+    const anchor = side === 'left' ? 'end' : 'start';
+    const start = point(from.x + (outward * from.width) / 2, from.y);
+    const end = point(to.x + (outward * to.width) / 2, to.y);
+    // The curve's outermost point (its middle) reaches only three quarters of the way to its control
+    // points' x, so the lane is placed from where that point must be: clear of the states, and
+    // beyond the label of the lane before it on this side.
+    const statesEdge = outward * Math.max(...spanned.map((node) => outward * (node.x + (outward * node.width) / 2)));
+    const needed = laneReach[side] ?? statesEdge + outward * 30;
+    const laneX = (needed - (start.x + end.x) / 8) / 0.75;
+    const points = [start, point(laneX, start.y), point(laneX, end.y), end];
+    const middleLabel = labelBox(labelAt(points, anchor, 0.5), lines);
+    laneReach[side] = side === 'left' ? middleLabel.x - LANE_CLEARANCE : middleLabel.x + middleLabel.width + LANE_CLEARANCE;
+    return { edge, lines, path: `M${format(start)} C${format(points[1]!)} ${format(points[2]!)} ${format(end)}`, points, anchor };
   });
 
-  // Labels of the edges that go around: beyond the outermost lane of their side, stacked.
-  for (const side of ['left', 'right'] as const) {
-    const around = routes.filter((route) => route.lane?.side === side);
-    if (around.length === 0) continue;
-    const outer = side === 'left' ? Math.min(...around.map((route) => route.lane!.x)) - 6 : Math.max(...around.map((route) => route.lane!.x)) + 6;
-    around.forEach((route, index) => {
-      const height = route.lines.length * (LABEL_FONT_SIZE + 3) + 8;
-      route.label = { x: round(outer), y: round(route.label.y + (index - (around.length - 1) / 2) * height), anchor: side === 'left' ? 'end' : 'start' };
-    });
-  }
+  // Each label sits beside its own edge: at the curve's middle, or, when that spot is taken by a
+  // state or an earlier label, at the nearest point along the same curve that is free (failing
+  // that, where it covers the least).
+  const taken: Box[] = [...nodes.values()].map((node) => ({ x: node.x - node.width / 2, y: node.y - node.height / 2, width: node.width, height: node.height }));
+  const routes = drafts.map(({ anchor, ...draft }): EdgeRoute => {
+    const covered = (label: EdgeRoute['label']) => taken.reduce((sum, box) => sum + overlap(box, labelBox(label, draft.lines)), 0);
+    let label = labelAt(draft.points, anchor, LABEL_POSITIONS[0]!);
+    for (const t of LABEL_POSITIONS) {
+      const candidate = labelAt(draft.points, anchor, t);
+      if (covered(candidate) < covered(label)) label = candidate;
+      if (covered(label) === 0) break;
+    }
+    taken.push(labelBox(label, draft.lines));
+    return { ...draft, label };
+  });
 
   const initial = box(graph.initial);
   return { nodes, routes, start: point(initial.x, initial.y - initial.height / 2 - 46) };

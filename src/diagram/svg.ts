@@ -1,10 +1,9 @@
 import type { MachineGraph } from './graph.js';
 import { edgeLabel } from './graph.js';
 import type { Point } from './layout.js';
-import { LABEL_FONT_SIZE, NODE_FONT_SIZE, labelWidth, layoutDiagram } from './layout.js';
+import { LABEL_FONT_SIZE, LABEL_LINE_HEIGHT, NODE_FONT_SIZE, labelBox, layoutDiagram } from './layout.js';
 
 const MARGIN = 24;
-const LINE_HEIGHT = LABEL_FONT_SIZE + 3;
 
 const escapeXml = (text: string): string =>
   text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
@@ -27,10 +26,7 @@ export function renderSvg(graph: MachineGraph): string {
   const labels: string[] = [];
   for (const route of layout.routes) {
     bounds.push(...route.points);
-    const width = labelWidth(route.lines);
-    const height = route.lines.length * LINE_HEIGHT + 4;
-    const left = route.label.anchor === 'start' ? route.label.x - 4 : route.label.anchor === 'end' ? route.label.x - width + 4 : route.label.x - width / 2;
-    const top = route.label.y - height / 2;
+    const { x: left, y: top, width, height } = labelBox(route.label, route.lines);
     bounds.push({ x: left, y: top }, { x: left + width, y: top + height });
     const attributes = `data-from="${escapeXml(route.edge.from)}" data-to="${escapeXml(route.edge.to)}" data-event="${escapeXml(route.edge.event ?? 'always')}"`;
     edges.push(
@@ -39,7 +35,7 @@ export function renderSvg(graph: MachineGraph): string {
     );
     const spans = route.lines
       .map((line, index) => {
-        const y = top + 2 + LINE_HEIGHT * (index + 1) - 3;
+        const y = top + 2 + LABEL_LINE_HEIGHT * (index + 1) - 3;
         const style = index === 0 ? ' font-weight="bold"' : ` fill="#555" font-size="${LABEL_FONT_SIZE - 1}"`;
         return `    <text x="${n(route.label.x)}" y="${n(y)}" text-anchor="${route.label.anchor}"${style}>${escapeXml(line)}</text>`;
       })

@@ -4,11 +4,20 @@ import type { EventType } from '../sdk/types.js';
 import { JSON_STYLES, spellJson } from './json-style.js';
 import type { JsonStyle } from './json-style.js';
 import type { Base64Damage, DeliveryDraft, FuzzCase, Tamper } from './cases.js';
+import { splitsInsideCharacters } from './text.js';
 
-/** One HTTP request of the fuzzer: the headers (webhook-* and content-type) and the body bytes. */
+/** One HTTP request of the fuzzer: the headers (webhook-* and content-type), the body bytes and how they are written. */
 export interface FuzzRequest {
   readonly headers: Readonly<Record<string, string>>;
   readonly body: Uint8Array;
+  /** @default one write, with content-length */
+  readonly transfer?: { readonly framing: 'content-length' | 'chunked'; readonly splits: readonly number[] };
+}
+
+/** The requests of one case, sent in turn or all at once. */
+export interface FuzzExchange {
+  readonly requests: readonly FuzzRequest[];
+  readonly concurrent: boolean;
 }
 
 export interface BuildContext {
@@ -20,6 +29,8 @@ export interface BuildContext {
   readonly nowSeconds: number;
   readonly toleranceSeconds: number;
   readonly maxBodyBytes: number;
+  /** Real envelopes to build bodies from instead of generated ones (`--corpus`). */
+  readonly corpus?: readonly Uint8Array[];
 }
 
 /** How far beyond the tolerance stale and future timestamps start, for clocks a little apart. */
@@ -31,18 +42,37 @@ function sign(key: Uint8Array, id: string, timestamp: string, body: Uint8Array):
   return createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest('base64');
 }
 
-function envelopeOf(delivery: DeliveryDraft, overrides: { id?: string; type?: string; data?: Record<string, unknown> } = {}) {
-  return {
-    version: 'v1',
-    id: overrides.id ?? delivery.eventId,
-    type: overrides.type ?? delivery.eventType,
-    metadata: delivery.metadata,
-    data: overrides.data ?? delivery.data,
-    timestamp: delivery.eventTime,
-  };
+type Overrides = { id?: string; type?: string; data?: Record<string, unknown> };
+type Envelope = { id: unknown; type: unknown; data: Record<string, unknown> } & Record<string, unknown>;
+
+/** A corpus event, parsed; null when there is no corpus or the entry is not a JSON object. */
+function corpusEnvelope(delivery: DeliveryDraft, corpus: readonly Uint8Array[] | undefined): { bytes: Uint8Array; value: Envelope } | null {
+  if (!corpus || corpus.length === 0) return null;
+  const bytes = corpus[delivery.corpusPick % corpus.length]!;
+  try {
+    const value = JSON.parse(Buffer.from(bytes).toString('utf8')) as unknown;
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) return null;
+    const data = (value as { data?: unknown }).data;
+    return { bytes, value: { ...(value as Envelope), data: data !== null && typeof data === 'object' && !Array.isArray(data) ? (data as Record<string, unknown>) : {} } };
+  } catch {
+    return null;
+  }
+}
+
+function envelopeOf(delivery: DeliveryDraft, overrides: Overrides = {}, corpus?: readonly Uint8Array[]): Envelope {
+  const real = corpusEnvelope(delivery, corpus)?.value;
+  const base: Envelope = real ?? { version: 'v1', id: delivery.eventId, type: delivery.eventType, metadata: delivery.metadata, data: delivery.data, timestamp: delivery.eventTime };
+  return { ...base, ...(overrides.id !== undefined ? { id: overrides.id } : {}), ...(overrides.type !== undefined ? { type: overrides.type } : {}), ...(overrides.data !== undefined ? { data: overrides.data } : {}) };
 }
 
 const bodyOf = (envelope: unknown, style: DeliveryDraft['style']): Uint8Array => encoder.encode(spellJson(envelope, style));
+
+/** The body a delivery is signed over: a corpus event byte for byte when spelled compact (as Hookline sent it). */
+function deliveryBody(delivery: DeliveryDraft, corpus: readonly Uint8Array[] | undefined, data?: Record<string, unknown>): Uint8Array {
+  const real = corpusEnvelope(delivery, corpus);
+  if (real && delivery.style === 'compact' && data === undefined) return real.bytes;
+  return bodyOf(envelopeOf(delivery, data === undefined ? {} : { data }, corpus), delivery.style);
+}
 const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((byte, index) => byte === b[index]);
 const nextOf = <T>(list: readonly T[], value: T): T => list[(list.indexOf(value) + 1) % list.length]!;
 
@@ -52,7 +82,7 @@ export const sentStyleOf = (signed: JsonStyle, wanted: JsonStyle): JsonStyle => 
 /** The type a tampered body gets: the case's, or the next one when it is the delivery's own. */
 export const tamperedTypeOf = (own: EventType, wanted: EventType): EventType => (wanted === own ? nextOf(EVENT_TYPES, wanted) : wanted);
 
-function tamperedBody(delivery: DeliveryDraft, original: Uint8Array, tamper: Tamper): Uint8Array {
+function tamperedBody(delivery: DeliveryDraft, original: Uint8Array, tamper: Tamper, corpus?: readonly Uint8Array[]): Uint8Array {
   let body: Uint8Array;
   switch (tamper.how) {
     case 'byte':
@@ -60,17 +90,17 @@ function tamperedBody(delivery: DeliveryDraft, original: Uint8Array, tamper: Tam
       body[tamper.position % body.length] = body[tamper.position % body.length]! ^ tamper.flip;
       return body;
     case 'data':
-      body = bodyOf(envelopeOf(delivery, { data: { ...delivery.data, [`t_${tamper.key}`]: tamper.value } }), delivery.style);
+      body = bodyOf(envelopeOf(delivery, { data: { ...envelopeOf(delivery, {}, corpus).data, [`t_${tamper.key}`]: tamper.value } }, corpus), delivery.style);
       break;
     case 'event-type':
-      body = bodyOf(envelopeOf(delivery, { type: tamperedTypeOf(delivery.eventType, tamper.type) }), delivery.style);
+      body = bodyOf(envelopeOf(delivery, { type: tamperedTypeOf(delivery.eventType, tamper.type) }, corpus), delivery.style);
       break;
     case 'event-id':
       body = original;
       break;
   }
   // A change that happens to spell the same bytes is no tampering: change the event id instead.
-  return sameBytes(body, original) ? bodyOf(envelopeOf(delivery, { id: `${delivery.eventId}x` }), delivery.style) : body;
+  return sameBytes(body, original) ? bodyOf(envelopeOf(delivery, { id: `${delivery.eventId}x` }, corpus), delivery.style) : body;
 }
 
 function damaged(signature: string, damage: Base64Damage): string {
@@ -84,7 +114,52 @@ function damaged(signature: string, damage: Base64Damage): string {
   }
 }
 
-/** The request of one case: signed as the case says, with the clock and id the context gives. */
+/** The first `count` of the other keys, with the right key put at `position` (mod count): the rotation header's order. */
+function rotationKeys(key: Uint8Array, others: readonly Uint8Array[], count: number, position: number): Uint8Array[] {
+  const keys = others.slice(0, count - 1);
+  keys.splice(position % count, 0, key);
+  return keys;
+}
+
+/** The body of a large valid case: `filler` repeated up to a size between a few bytes and the limit. */
+function chunkedBody(fuzzCase: Extract<FuzzCase, { kind: 'valid-chunked' }>, context: BuildContext): Uint8Array {
+  const { delivery } = fuzzCase;
+  const padded = (text: string) => deliveryBody(delivery, context.corpus, { ...envelopeOf(delivery, {}, context.corpus).data, text });
+  const base = padded('').length;
+  // Log-uniform from the smallest body to the limit: most bodies small, some at the limit.
+  const target = Math.min(context.maxBodyBytes, Math.round(base * (Math.max(context.maxBodyBytes, base) / base) ** (fuzzCase.sizePermille / 1000)));
+  const repeats = Math.max(0, Math.floor((target - base) / encoder.encode(fuzzCase.filler).length));
+  return padded(fuzzCase.filler.repeat(repeats));
+}
+
+const headersOf = (id: string, timestamp: string, signature: string): Record<string, string> => ({ 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': signature });
+
+/** The requests of one case, signed as the case says, with the clock and id the context gives. */
+export function buildExchange(fuzzCase: FuzzCase, context: BuildContext): FuzzExchange {
+  switch (fuzzCase.kind) {
+    case 'id-squatting': {
+      const genuine = buildRequest({ kind: 'valid', delivery: fuzzCase.delivery }, context);
+      const forged =
+        fuzzCase.forgery === 'no-signature' ? buildRequest({ kind: 'missing-header', delivery: fuzzCase.delivery, header: 'webhook-signature' }, context)
+        : fuzzCase.forgery === 'wrong-secret' ? buildRequest({ kind: 'wrong-secret', delivery: fuzzCase.delivery, otherKey: fuzzCase.otherKey }, context)
+        : buildRequest({ kind: 'tampered-body', delivery: fuzzCase.delivery, tamper: { how: 'event-id' } }, context);
+      return { requests: [forged, genuine], concurrent: false };
+    }
+    case 'repeated-webhook-id': {
+      const first = buildRequest({ kind: 'valid', delivery: fuzzCase.delivery }, context);
+      const again = buildRequest({ kind: 'valid', delivery: fuzzCase.delivery }, { ...context, nowSeconds: context.nowSeconds + fuzzCase.laterSeconds });
+      return { requests: [first, again], concurrent: false };
+    }
+    case 'concurrent-duplicates': {
+      const request = buildRequest({ kind: 'valid', delivery: fuzzCase.delivery }, context);
+      return { requests: Array.from({ length: fuzzCase.copies }, () => request), concurrent: true };
+    }
+    default:
+      return { requests: [buildRequest(fuzzCase, context)], concurrent: false };
+  }
+}
+
+/** The single request of a one-request case. */
 export function buildRequest(fuzzCase: FuzzCase, context: BuildContext): FuzzRequest {
   const { delivery } = fuzzCase;
   const id = context.webhookId;
@@ -94,32 +169,38 @@ export function buildRequest(fuzzCase: FuzzCase, context: BuildContext): FuzzReq
   if (fuzzCase.kind === 'future-timestamp') offset = beyond + fuzzCase.beyondSeconds;
   const timestamp = String(context.nowSeconds + offset);
 
-  let signedBody = bodyOf(envelopeOf(delivery), delivery.style);
+  let signedBody: Uint8Array;
   if (fuzzCase.kind === 'oversized-body') {
     // Each `x` is one byte in every spelling, so the padding sets the size exactly.
-    const padded = (padding: string) => bodyOf(envelopeOf(delivery, { data: { ...delivery.data, padding } }), delivery.style);
+    const padded = (padding: string) => bodyOf(envelopeOf(delivery, { data: { ...envelopeOf(delivery, {}, context.corpus).data, padding } }, context.corpus), delivery.style);
     const base = padded('').length;
     signedBody = padded('x'.repeat(Math.max(0, context.maxBodyBytes + 1 + fuzzCase.extraBytes - base)));
+  } else if (fuzzCase.kind === 'valid-utf8') {
+    signedBody = deliveryBody(delivery, context.corpus, { ...envelopeOf(delivery, {}, context.corpus).data, text: fuzzCase.text });
+  } else if (fuzzCase.kind === 'valid-chunked') {
+    signedBody = chunkedBody(fuzzCase, context);
+  } else {
+    signedBody = deliveryBody(delivery, context.corpus);
   }
   const signature = sign(context.key, id, timestamp, signedBody);
   let sentBody = signedBody;
   let signatureHeader = `v1,${signature}`;
-  const headers: Record<string, string> = { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': timestamp };
 
   switch (fuzzCase.kind) {
-    case 'valid-second-candidate':
-      signatureHeader = `v1,${sign(fuzzCase.otherKey, id, timestamp, signedBody)} v1,${signature}`;
+    case 'valid-rotation':
+      signatureHeader = rotationKeys(context.key, fuzzCase.otherKeys, fuzzCase.candidates, fuzzCase.position)
+        .map((key) => `v1,${sign(key, id, timestamp, signedBody)}`)
+        .join(' ');
       break;
     case 'wrong-secret':
       signatureHeader = `v1,${sign(fuzzCase.otherKey, id, timestamp, signedBody)}`;
       break;
     case 'tampered-body':
-      sentBody = tamperedBody(delivery, signedBody, fuzzCase.tamper);
+      sentBody = tamperedBody(delivery, signedBody, fuzzCase.tamper, context.corpus);
       break;
-    case 'reserialised-json': {
-      sentBody = bodyOf(envelopeOf(delivery), sentStyleOf(delivery.style, fuzzCase.sentStyle));
+    case 'reserialised-json':
+      sentBody = bodyOf(envelopeOf(delivery, {}, context.corpus), sentStyleOf(delivery.style, fuzzCase.sentStyle));
       break;
-    }
     case 'unknown-version':
       signatureHeader = `${fuzzCase.version},${signature}`;
       break;
@@ -129,10 +210,12 @@ export function buildRequest(fuzzCase: FuzzCase, context: BuildContext): FuzzReq
     default:
       break;
   }
-  headers['webhook-signature'] = signatureHeader;
-
+  const headers = headersOf(id, timestamp, signatureHeader);
   if (fuzzCase.kind === 'missing-header') delete headers[fuzzCase.header];
   if (fuzzCase.kind === 'garbage-header') headers[fuzzCase.header] = garbageFor(fuzzCase.header, fuzzCase.garbage, headers[fuzzCase.header]!);
+  if (fuzzCase.kind === 'valid-chunked') {
+    return { headers, body: sentBody, transfer: { framing: fuzzCase.transfer.framing, splits: splitsInsideCharacters(sentBody, fuzzCase.transfer.pieces) } };
+  }
   return { headers, body: sentBody };
 }
 

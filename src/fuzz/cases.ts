@@ -9,14 +9,19 @@ import type { EventType, MetadataKey } from '../sdk/types.js';
 import type { JsonStyle, JsonValue } from './json-style.js';
 import { JSON_STYLES } from './json-style.js';
 import { isoTime } from '../iso-time.js';
+import { filler, unicodeText } from './text.js';
 
 /**
- * - `accept`: a 2xx answer.
+ * What a correct receiver answers, by kind:
+ * - `accept`: a 2xx.
  * - `reject`: an answer that is not 2xx (no answer at all is a failure too: the receiver broke).
  * - `reject-or-close`: not 2xx, or the connection closed before an answer (a body-size limit).
- * - `accept-once`: sent twice; the first must be accepted, a second 2xx is reported.
+ * - `accept-after-forgery`: a forged request with a fresh `webhook-id`, then the genuine delivery
+ *   with that id: the forgery a non-2xx, the genuine one a 2xx.
+ * - `accept-repeat`: the same delivery twice, in turn; both 2xx (see `--expect-duplicate`).
+ * - `accept-concurrent`: the same delivery several times at once; all 2xx (see `--expect-duplicate`).
  */
-export type Expectation = 'accept' | 'reject' | 'reject-or-close' | 'accept-once';
+export type Expectation = 'accept' | 'reject' | 'reject-or-close' | 'accept-after-forgery' | 'accept-repeat' | 'accept-concurrent';
 
 export const SIGNED_HEADERS = ['webhook-id', 'webhook-timestamp', 'webhook-signature'] as const;
 export type SignedHeader = (typeof SIGNED_HEADERS)[number];
@@ -30,7 +35,9 @@ export interface CaseSpec {
 
 export const CASE_SPECS = {
   valid: { expect: 'accept', what: 'correctly signed, any JSON spelling, timestamp within ±10 s' },
-  'valid-second-candidate': { expect: 'accept', what: 'two v1 candidates, the right one second (secret rotation)' },
+  'valid-utf8': { expect: 'accept', what: 'correctly signed, non-ASCII text (accents, CJK, emoji, U+2028), raw or escaped' },
+  'valid-chunked': { expect: 'accept', what: 'correctly signed, up to the body limit, written in pieces cut inside characters', maxRuns: 40 },
+  'valid-rotation': { expect: 'accept', what: '1 to 4 v1 candidates, the right one anywhere (secret rotation)' },
   'tampered-body': { expect: 'reject', what: 'body changed after signing' },
   'wrong-secret': { expect: 'reject', what: 'signed with another secret' },
   'stale-timestamp': { expect: 'reject', what: 'signed, timestamp older than the tolerance' },
@@ -41,7 +48,9 @@ export const CASE_SPECS = {
   'unknown-version': { expect: 'reject', what: 'right signature under an unknown version (v2,…)' },
   'bad-base64': { expect: 'reject', what: 'v1 signature with broken base64' },
   'oversized-body': { expect: 'reject-or-close', what: 'signed body over the size limit', maxRuns: 5 },
-  'replayed-webhook-id': { expect: 'accept-once', what: 'a valid delivery sent twice (replay attack)', maxRuns: 20 },
+  'id-squatting': { expect: 'accept-after-forgery', what: 'a forged request with a fresh webhook-id, then the genuine delivery with it', maxRuns: 50 },
+  'repeated-webhook-id': { expect: 'accept-repeat', what: 'a valid delivery sent again, re-signed, as a retry sends it', maxRuns: 50 },
+  'concurrent-duplicates': { expect: 'accept-concurrent', what: 'the same valid delivery sent 2 to 4 times at once', maxRuns: 20 },
 } as const satisfies Record<string, CaseSpec>;
 
 export type CaseKind = keyof typeof CASE_SPECS;
@@ -59,6 +68,8 @@ export interface DeliveryDraft {
   readonly metadata: Partial<Record<MetadataKey, string>>;
   readonly data: Record<string, JsonValue>;
   readonly style: JsonStyle;
+  /** Which corpus event the body is, when a corpus is given (modulo its size). */
+  readonly corpusPick: number;
 }
 
 export type Tamper =
@@ -72,9 +83,19 @@ export type Base64Damage =
   | { readonly how: 'truncate'; readonly length: number }
   | { readonly how: 'garbage'; readonly text: string };
 
+/** How a large body goes on the wire. */
+export interface Transfer {
+  readonly framing: 'content-length' | 'chunked';
+  /** Writes the body is cut into. */
+  readonly pieces: number;
+}
+
 export type FuzzCase =
-  | { readonly kind: 'valid' | 'replayed-webhook-id'; readonly delivery: DeliveryDraft }
-  | { readonly kind: 'valid-second-candidate' | 'wrong-secret'; readonly delivery: DeliveryDraft; readonly otherKey: Uint8Array }
+  | { readonly kind: 'valid'; readonly delivery: DeliveryDraft }
+  | { readonly kind: 'valid-utf8'; readonly delivery: DeliveryDraft; readonly text: string }
+  | { readonly kind: 'valid-chunked'; readonly delivery: DeliveryDraft; readonly filler: string; readonly sizePermille: number; readonly transfer: Transfer }
+  | { readonly kind: 'valid-rotation'; readonly delivery: DeliveryDraft; readonly otherKeys: readonly Uint8Array[]; readonly candidates: number; readonly position: number }
+  | { readonly kind: 'wrong-secret'; readonly delivery: DeliveryDraft; readonly otherKey: Uint8Array }
   | { readonly kind: 'tampered-body'; readonly delivery: DeliveryDraft; readonly tamper: Tamper }
   | { readonly kind: 'stale-timestamp' | 'future-timestamp'; readonly delivery: DeliveryDraft; readonly beyondSeconds: number }
   | { readonly kind: 'reserialised-json'; readonly delivery: DeliveryDraft; readonly sentStyle: JsonStyle }
@@ -82,7 +103,10 @@ export type FuzzCase =
   | { readonly kind: 'garbage-header'; readonly delivery: DeliveryDraft; readonly header: SignedHeader; readonly garbage: string }
   | { readonly kind: 'unknown-version'; readonly delivery: DeliveryDraft; readonly version: string }
   | { readonly kind: 'bad-base64'; readonly delivery: DeliveryDraft; readonly damage: Base64Damage }
-  | { readonly kind: 'oversized-body'; readonly delivery: DeliveryDraft; readonly extraBytes: number };
+  | { readonly kind: 'oversized-body'; readonly delivery: DeliveryDraft; readonly extraBytes: number }
+  | { readonly kind: 'id-squatting'; readonly delivery: DeliveryDraft; readonly forgery: 'wrong-secret' | 'tampered-body' | 'no-signature'; readonly otherKey: Uint8Array }
+  | { readonly kind: 'repeated-webhook-id'; readonly delivery: DeliveryDraft; readonly laterSeconds: number }
+  | { readonly kind: 'concurrent-duplicates'; readonly delivery: DeliveryDraft; readonly copies: number };
 
 const alphanumeric = fc.constantFrom(...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789');
 const printable = fc.integer({ min: 0x21, max: 0x7e }).map((code) => String.fromCharCode(code));
@@ -100,6 +124,7 @@ const deliveryDraft: fc.Arbitrary<DeliveryDraft> = fc.record({
   metadata: fc.dictionary(fc.constantFrom(...METADATA_KEYS), fc.string({ maxLength: 24 }), { maxKeys: 3 }),
   data: fc.dictionary(dataKey, jsonValue, { maxKeys: 6 }),
   style: fc.constantFrom(...JSON_STYLES),
+  corpusPick: fc.nat(),
 });
 
 const otherKey = fc.uint8Array({ minLength: 32, maxLength: 32 });
@@ -127,11 +152,31 @@ export function caseArbitrary(kind: CaseKind): fc.Arbitrary<FuzzCase> {
   const d = deliveryDraft;
   switch (kind) {
     case 'valid':
-    case 'replayed-webhook-id':
       return d.map((delivery) => ({ kind, delivery }));
-    case 'valid-second-candidate':
+    case 'valid-utf8':
+      return fc.record({ delivery: d, text: unicodeText }).map((value) => ({ kind, ...value }));
+    case 'valid-chunked':
+      return fc
+        .record({
+          // Escaped JSON would turn every character into ASCII: the bytes must stay multi-byte.
+          delivery: d.map((delivery) => (delivery.style === 'escaped' ? { ...delivery, style: 'compact' as const } : delivery)),
+          filler,
+          sizePermille: fc.integer({ min: 0, max: 1000 }),
+          transfer: fc.record({ framing: fc.constantFrom('chunked' as const, 'content-length' as const), pieces: fc.integer({ min: 2, max: 8 }) }),
+        })
+        .map((value) => ({ kind, ...value }));
+    case 'valid-rotation':
+      return fc
+        .record({ delivery: d, otherKeys: fc.array(otherKey, { minLength: 3, maxLength: 3 }), candidates: fc.integer({ min: 1, max: 4 }), position: fc.nat({ max: 3 }) })
+        .map((value) => ({ kind, ...value }));
     case 'wrong-secret':
       return fc.record({ delivery: d, otherKey }).map((value) => ({ kind, ...value }));
+    case 'id-squatting':
+      return fc.record({ delivery: d, forgery: fc.constantFrom('wrong-secret' as const, 'tampered-body' as const, 'no-signature' as const), otherKey }).map((value) => ({ kind, ...value }));
+    case 'repeated-webhook-id':
+      return fc.record({ delivery: d, laterSeconds: fc.integer({ min: 0, max: 60 }) }).map((value) => ({ kind, ...value }));
+    case 'concurrent-duplicates':
+      return fc.record({ delivery: d, copies: fc.integer({ min: 2, max: 4 }) }).map((value) => ({ kind, ...value }));
     case 'tampered-body':
       return fc.record({ delivery: d, tamper }).map((value) => ({ kind, ...value }));
     case 'stale-timestamp':

@@ -1,17 +1,32 @@
+import { counted } from '../plural.js';
 import type { FuzzRequest } from './build.js';
 import { TIMESTAMP_MARGIN_SECONDS, sentStyleOf, tamperedTypeOf } from './build.js';
 import type { FuzzCase } from './cases.js';
-import type { CaseResult, FuzzReport } from './run.js';
+import type { Measurements, WindowSide } from './measure.js';
+import type { CaseResult, DuplicateExpectation, FailureClass, FuzzReport } from './run.js';
+import type { StallOutcome } from './wire.js';
+import { textTable } from '../text-table.js';
 
 /** What makes a case what it is, in a few words, shown with its smallest failing delivery. */
 export function describeCase(fuzzCase: FuzzCase): string {
   const style = `JSON spelled ${fuzzCase.delivery.style}`;
   switch (fuzzCase.kind) {
     case 'valid':
-    case 'replayed-webhook-id':
       return `${style}, webhook-timestamp ${fuzzCase.delivery.offsetSeconds >= 0 ? '+' : ''}${fuzzCase.delivery.offsetSeconds} s from now`;
-    case 'valid-second-candidate':
-      return `${style}; first candidate signed with another secret, second with the right one`;
+    case 'valid-utf8':
+      return `${style}; data.text ${JSON.stringify(fuzzCase.text)}`;
+    case 'valid-chunked':
+      return `${style}; data.text is ${JSON.stringify(fuzzCase.filler)} repeated; written in ${fuzzCase.transfer.pieces} pieces, ${fuzzCase.transfer.framing}`;
+    case 'valid-rotation': {
+      const position = (fuzzCase.position % fuzzCase.candidates) + 1;
+      return `${counted(fuzzCase.candidates, 'candidate')}, the right one ${position === 1 ? 'first' : `at position ${position}`}`;
+    }
+    case 'id-squatting':
+      return `first a forged request (${fuzzCase.forgery}) with the webhook-id, then the genuine delivery with the same id`;
+    case 'repeated-webhook-id':
+      return `${style}; sent, then sent again with the same webhook-id, re-signed ${fuzzCase.laterSeconds} s later`;
+    case 'concurrent-duplicates':
+      return `${style}; ${fuzzCase.copies} copies sent at once`;
     case 'wrong-secret':
       return `${style}; signed with another secret`;
     case 'tampered-body': {
@@ -36,10 +51,10 @@ export function describeCase(fuzzCase: FuzzCase): string {
       return `the right signature under "${fuzzCase.version},"`;
     case 'bad-base64': {
       const { damage } = fuzzCase;
-      return damage.how === 'replace' ? `signature character ${damage.position} replaced by "${damage.char}"` : damage.how === 'truncate' ? `signature cut to ${damage.length} characters` : 'signature replaced by garbage';
+      return damage.how === 'replace' ? `signature character ${damage.position} replaced by "${damage.char}"` : damage.how === 'truncate' ? `signature cut to ${counted(damage.length, 'character')}` : 'signature replaced by garbage';
     }
     case 'oversized-body':
-      return `correctly signed, ${fuzzCase.extraBytes + 1} bytes over the limit`;
+      return `correctly signed, ${counted(fuzzCase.extraBytes + 1, 'byte')} over the limit`;
   }
 }
 
@@ -47,10 +62,10 @@ const EXPECT_TEXT: Record<CaseResult['expect'], string> = {
   accept: '2xx',
   reject: 'non-2xx',
   'reject-or-close': 'non-2xx/close',
-  'accept-once': '2xx once',
+  'accept-after-forgery': 'non-2xx, 2xx',
+  'accept-repeat': '2xx, 2xx',
+  'accept-concurrent': 'all 2xx',
 };
-
-const VERDICT_TEXT: Record<CaseResult['verdict'], string> = { pass: 'pass', fail: 'FAIL', warn: 'WARN' };
 
 function answersText(answers: Readonly<Record<string, number>>): string {
   return Object.entries(answers)
@@ -60,55 +75,92 @@ function answersText(answers: Readonly<Record<string, number>>): string {
 }
 
 /** The table of every kind of case: what was expected, what came back, and the verdict. */
-export function formatFuzzTable(report: FuzzReport): string {
+export function formatFuzzTable(report: FuzzReport, expectDuplicate: DuplicateExpectation = '2xx'): string {
+  const expectText = (result: CaseResult) => (expectDuplicate === 'any' && (result.expect === 'accept-repeat' || result.expect === 'accept-concurrent') ? '2xx, any' : EXPECT_TEXT[result.expect]);
+  const rows = report.results.map((result) => [result.kind, expectText(result), String(result.runs), answersText(result.answers), result.verdict === 'pass' ? 'pass' : `FAIL (${result.failedRuns} of ${result.runs})`]);
   const header = ['case', 'expect', 'runs', 'answers', 'verdict'];
-  const rows = report.results.map((result) => [result.kind, EXPECT_TEXT[result.expect], String(result.runs), answersText(result.answers), VERDICT_TEXT[result.verdict]]);
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
-  const line = (cells: string[]) => cells.map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column]!))).join('  ');
-  return [line(header), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)].join('\n');
+  return textTable([header, widths.map((width) => '-'.repeat(width)), ...rows]).join('\n');
 }
 
-const MAX_BODY_SHOWN = 600;
+const SHOWN_CHARACTERS = 200;
 
-/** A request as a person reads it: headers, then the body as a JSON string literal (whitespace shows). */
+/** A body as a JSON string literal (whitespace shows), long runs of one character counted, cut at 200 characters. */
+export function bodyPreview(body: Uint8Array): string {
+  const text = Buffer.from(body).toString('utf8').replace(/(.)\1{15,}/gsu, (run: string, char: string) => `${char}…(${[...run].length}×)`);
+  return text.length > SHOWN_CHARACTERS ? `${JSON.stringify(text.slice(0, SHOWN_CHARACTERS))} …` : JSON.stringify(text);
+}
+
+/** A request as a person reads it: headers, then the body. */
 export function formatFuzzRequest(request: FuzzRequest, target: string): string {
-  const text = Buffer.from(request.body).toString('utf8');
-  const shown = text.length > MAX_BODY_SHOWN ? `${JSON.stringify(text.slice(0, MAX_BODY_SHOWN))} … (${text.length - MAX_BODY_SHOWN} more characters)` : JSON.stringify(text);
   const headers = Object.entries(request.headers).map(([name, value]) => `    ${name}: ${value}`);
-  return [`    POST ${target}`, ...headers, `    body (${request.body.length} bytes): ${shown}`].join('\n');
+  const transfer = request.transfer ? `, ${request.transfer.framing}, written in ${request.transfer.splits.length + 1} pieces cut at bytes ${request.transfer.splits.join(', ')}` : '';
+  return [`    POST ${target}`, ...headers, `    body (${counted(request.body.length, 'byte')}${transfer}): ${bodyPreview(request.body)}`].join('\n');
 }
 
-/**
- * Each failure with its smallest failing delivery and the command that reproduces it; each
- * warning with what it means. `reproduce` is the command line without `--only`.
- */
-export function formatFuzzFindings(report: FuzzReport, target: string, reproduce: string): string {
+/** Each failure class with its smallest failing delivery and a curl command for exactly that request. */
+export function formatFuzzFindings(report: FuzzReport, target: string, reproduce: (result: CaseResult, failure: FailureClass, index: number) => readonly (string | null)[]): string {
   const blocks: string[] = [];
   for (const result of report.results) {
-    if (result.failure) {
-      const { failure } = result;
-      const sends = failure.requests.length > 1 ? ` (sent ${failure.requests.length} times)` : '';
+    for (const [index, failure] of result.failures.entries()) {
+      const sends = failure.exchange.requests.length > 1 ? ` (${failure.exchange.requests.length} requests${failure.exchange.concurrent ? ' at once' : ', in turn'})` : '';
       const answers = failure.outcomes.map((outcome) => (outcome.status === null ? `no answer: ${outcome.error}` : String(outcome.status))).join(', then ');
-      blocks.push(
-        [
-          `FAIL ${result.kind} (${result.what}): ${failure.reason}`,
-          `  smallest failing delivery, after ${failure.shrinks} shrink${failure.shrinks === 1 ? '' : 's'}${sends}; the receiver answered ${answers}:`,
-          `    (${describeCase(failure.fuzzCase)})`,
-          formatFuzzRequest(failure.requests[0]!, target),
-          `  reproduce: ${reproduce} --only ${result.kind}`,
-        ].join('\n'),
-      );
-    } else if (result.verdict === 'warn') {
-      blocks.push(`WARN ${result.kind}: ${result.warnings} of ${result.runs} cases: ${result.warning ?? ''}`);
+      const curl = reproduce(result, failure, index);
+      const lines = [
+        `FAIL ${result.kind} (${result.what}): ${failure.reason}; ${failure.runs} of ${counted(result.runs, 'run')}`,
+        ...(index === 0 && result.diagnosis ? [`  diagnosis: ${result.diagnosis}`] : []),
+        `  smallest failing delivery, after ${counted(failure.shrinks, 'shrink')}${sends}; the receiver answered ${answers}:`,
+        `    (${describeCase(failure.fuzzCase)})`,
+        ...(failure.exchange.concurrent ? failure.exchange.requests.slice(0, 1) : failure.exchange.requests).map((request) => formatFuzzRequest(request, target)),
+        ...curl.map((command, step) => {
+          const which = failure.exchange.concurrent ? ` (${failure.exchange.requests.length} at once)` : curl.length > 1 ? ` (${step + 1} of ${curl.length}, in turn)` : '';
+          return `  reproduce${which}: ${command ?? 'the body is too large to show here: add --save-failures DIR for a curl command reading it from a file'}`;
+        }),
+      ];
+      blocks.push(lines.join('\n'));
     }
   }
   return blocks.join('\n\n');
 }
 
+const seconds = (value: number) => (value >= 86_400 ? `${value} s (${(value / 86_400).toFixed(1)} days)` : `${value} s`);
+
+function windowText(side: WindowSide, direction: string): string {
+  if (side.acceptedSeconds === null) return `${direction}: not even a current timestamp is accepted`;
+  return side.unbounded ? `${direction}: accepted up to the probe's cap, ${seconds(side.acceptedSeconds)}: no check` : `${direction}: accepted up to ${seconds(side.acceptedSeconds)}`;
+}
+
+function stallText(outcome: StallOutcome): string {
+  const after = `${(outcome.afterMs / 1000).toFixed(1)} s`;
+  if (outcome.result === 'answered') return `answered ${outcome.status} after ${after}`;
+  if (outcome.result === 'closed') return `closed the connection after ${after}, without an answer`;
+  return `still waiting after ${after}: a client that stops mid-body holds a connection (set a body or request timeout)`;
+}
+
+/** The measured figures, one line each. */
+export function formatMeasurements(measurements: Measurements, toleranceSeconds: number, maxBodyBytes: number): string {
+  const { past, future } = measurements.timestampWindow;
+  const body = measurements.largestBody;
+  const bodyText =
+    body.acceptedBytes === null ? 'not even a small valid body is accepted'
+    : body.unbounded ? `accepted up to the probe's cap, ${counted(body.capBytes, 'byte')}: no size limit found`
+    : `about ${counted(body.acceptedBytes, 'byte')}`;
+  return [
+    `measured (correctly signed deliveries; --tolerance ${toleranceSeconds}, --max-body ${maxBodyBytes}):`,
+    `  timestamp window   ${windowText(past, 'past')}; ${windowText(future, 'future')}`,
+    `  largest body       ${bodyText}`,
+    `  slow body          half sent, then nothing: ${stallText(measurements.slowBody)}`,
+    `  content-length     64 bytes more than sent, then FIN: ${stallText(measurements.longContentLength)}; 16 bytes fewer: ${measurements.shortContentLength.status ?? 'no answer'}`,
+  ].join('\n');
+}
+
 /** The closing line: counts, and the seed. */
-export function formatFuzzSummary(report: FuzzReport): string {
-  const passed = report.results.length - report.failed - report.warned;
+export function formatFuzzSummary(report: FuzzReport, measurementFailures: readonly string[] = []): string {
+  const passed = report.results.length - report.failed;
   if (report.stopped !== null) return `stopped in ${report.results[report.results.length - 1]?.kind ?? 'the first case'}, the other kinds of case not run: ${report.stopped} (seed ${report.seed})`;
-  const verdict = report.failed === 0 ? 'the receiver answered every case right' : 'the receiver answered some cases wrong';
-  return `${verdict}: of ${report.results.length} kinds of case ${passed} passed, ${report.failed} failed, ${report.warned} warned (seed ${report.seed})`;
+  const classes = report.results.reduce((sum, result) => sum + result.failures.length, 0);
+  const ok = report.failed === 0 && measurementFailures.length === 0;
+  const verdict = ok ? 'the receiver answered every case right' : 'the receiver answered some cases wrong';
+  const measured = measurementFailures.length > 0 ? `; ${measurementFailures.join('; ')}` : '';
+  return `${verdict}: of ${counted(report.results.length, 'kind of case', 'kinds of case')} ${passed} passed, ${report.failed} failed (${counted(classes, 'failure class', 'failure classes')})${measured} (seed ${report.seed})`;
 }

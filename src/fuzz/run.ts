@@ -1,22 +1,31 @@
 /**
- * The receiver fuzzer's driver. For each kind of case it runs one seeded fast-check property: build
- * a request, send it (through the injected `send`, so the core does no I/O of its own), and judge
- * the answer. A wrong verdict fails the property and fast-check shrinks the case; the last failing
- * request is the smallest one found. Runs are sequential, so the same seed, clock and receiver make
+ * The receiver fuzzer's driver. For each kind of case it runs every one of its seeded fast-check
+ * cases (a failure does not stop the kind, so one bug cannot hide another), sorting wrong answers
+ * into failure classes (the kind and the answers, `400` or `204→409`). Then each class is shrunk on
+ * its own: fast-check replays the class's first failing case by its path and shrinks while the
+ * answers stay in that class, so each class ends on its smallest delivery. Sending is injected, so
+ * the core does no I/O of its own; runs are sequential, so the same seed, clock and receiver make
  * the same requests in the same order.
  */
 import fc from 'fast-check';
+import { counted } from '../plural.js';
 import { decodeSecret } from '../signing/secret.js';
-import type { FuzzRequest } from './build.js';
-import { buildRequest } from './build.js';
+import type { FuzzExchange, FuzzRequest } from './build.js';
+import { buildExchange } from './build.js';
 import type { CaseKind, Expectation, FuzzCase } from './cases.js';
 import { CASE_KINDS, CASE_SPECS, caseArbitrary } from './cases.js';
+import type { RunRecord } from './diagnose.js';
+import { diagnose } from './diagnose.js';
+import { splitsACharacter } from './text.js';
 
 /** What came back: a status, or no answer (`error` says why). */
 export interface FuzzOutcome {
   readonly status: number | null;
   readonly error: string | null;
 }
+
+/** How a repeated `webhook-id` must be answered: `2xx` (the default) or `any` answer. */
+export type DuplicateExpectation = '2xx' | 'any';
 
 export interface FuzzOptions {
   /** The receiver's `whsec_…` secret. */
@@ -28,13 +37,15 @@ export interface FuzzOptions {
   readonly kinds?: readonly CaseKind[];
   /** The receiver's timestamp tolerance. @default 300 */
   readonly toleranceSeconds?: number;
-  /** The receiver's body limit; oversized cases go just past it. @default 1 MiB */
+  /** The receiver's body limit; oversized cases go just past it, chunked ones up to it. @default 1 MiB */
   readonly maxBodyBytes?: number;
-  /** Count a second acceptance of the same `webhook-id` as a failure, not a warning. @default false */
-  readonly strictReplay?: boolean;
-  /** Requests spent on shrinking one failure at most. @default 500 */
+  /** What a repeated `webhook-id` must get. @default '2xx' */
+  readonly expectDuplicate?: DuplicateExpectation;
+  /** Real envelopes to build the bodies from (`--corpus`). @default generated events */
+  readonly corpus?: readonly Uint8Array[];
+  /** Requests spent on shrinking one failure class at most. @default 300 */
   readonly maxShrinkRequests?: number;
-  /** The run stops after this many requests in a row got no answer (a receiver that is down). @default 5 */
+  /** The run stops after this many requests in a row got no answer (a receiver that is down). @default 3 */
   readonly maxNoAnswerStreak?: number;
   /** Sends one request; must not throw (a failure to answer is an outcome with `error`). */
   send(request: FuzzRequest): Promise<FuzzOutcome>;
@@ -43,65 +54,81 @@ export interface FuzzOptions {
   onProgress?(progress: { done: number; total: number; kind: CaseKind; shrinking: boolean }): void;
 }
 
-export type Verdict = 'pass' | 'fail' | 'warn';
+export type Verdict = 'pass' | 'fail';
 
-export interface Counterexample {
-  readonly fuzzCase: FuzzCase;
-  readonly requests: readonly FuzzRequest[];
-  readonly outcomes: readonly FuzzOutcome[];
+/** One way a kind of case was answered wrong, with its smallest delivery. */
+export interface FailureClass {
+  /** The answers that make the class: `400`, `204→409`, `no answer`. */
+  readonly answers: string;
   readonly reason: string;
+  /** Runs of the kind that failed this way. */
+  readonly runs: number;
+  /** The smallest failing case found, its requests and what they got. */
+  readonly fuzzCase: FuzzCase;
+  readonly exchange: FuzzExchange;
+  readonly outcomes: readonly FuzzOutcome[];
   readonly shrinks: number;
-  /** fast-check's path to the counterexample (with the kind's seed it replays it directly). */
-  readonly path: string | null;
 }
 
 export interface CaseResult {
   readonly kind: CaseKind;
   readonly expect: Expectation;
   readonly what: string;
-  /** Cases generated before the first failure (or all of them). */
   readonly runs: number;
   readonly requests: number;
-  /** Answers to those cases (shrinking not counted) by status (`204`, `400`, `no answer`), or by pair (`204→204`) for repeated sends. */
+  /** Answers by status (`204`, `400`, `no answer`), or by sequence (`204→409`) for exchanges of several requests. */
   readonly answers: Readonly<Record<string, number>>;
   readonly verdict: Verdict;
-  /** How many cases drew a warning (a replay accepted twice), and what the first one said. */
-  readonly warnings: number;
-  readonly warning: string | null;
-  readonly failure: Counterexample | null;
+  readonly failedRuns: number;
+  readonly failures: readonly FailureClass[];
+  /** What the pattern of passes and failures says about the receiver, when it is a known mistake. */
+  readonly diagnosis: string | null;
 }
 
 export interface FuzzReport {
   readonly seed: number;
   readonly results: readonly CaseResult[];
+  /** Kinds of case with a failure. */
   readonly failed: number;
-  readonly warned: number;
   /** Set when the run stopped early because the receiver stopped answering; the kinds after it did not run. */
   readonly stopped: string | null;
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+export const DEFAULT_RUNS = 200;
 
 const is2xx = (outcome: FuzzOutcome) => outcome.status !== null && outcome.status >= 200 && outcome.status < 300;
 const answerText = (outcome: FuzzOutcome) => (outcome.status === null ? 'no answer' : String(outcome.status));
+const shown = (outcome: FuzzOutcome) => (outcome.status === null ? `no answer (${outcome.error ?? 'unknown error'})` : String(outcome.status));
 
-/** The verdict on one case's answers; `reason` says what was wrong (or worth a warning). */
-export function judge(expect: Expectation, outcomes: readonly FuzzOutcome[]): { verdict: Verdict; reason: string | null } {
+const REPEAT_WHY =
+  'Hookline sends a webhook-id again whenever it saw no 2xx (a timeout, a lost answer), so a non-2xx to a repeat makes it retry an event you already processed until it is dead-lettered (timeout, 409, 409, 409 → dead_lettered); answer 2xx and skip the work';
+
+/** The verdict on one case's answers: `reason` says what was wrong, null when right. */
+export function judge(expect: Expectation, outcomes: readonly FuzzOutcome[], expectDuplicate: DuplicateExpectation = '2xx'): string | null {
   const [first, second] = outcomes;
-  if (!first) return { verdict: 'fail', reason: 'nothing was sent' };
-  const noAnswer = first.status === null ? `no answer (${first.error ?? 'unknown error'})` : null;
+  if (!first) return 'nothing was sent';
   switch (expect) {
     case 'accept':
-      return is2xx(first) ? { verdict: 'pass', reason: null } : { verdict: 'fail', reason: `expected 2xx, got ${noAnswer ?? first.status}` };
+      return is2xx(first) ? null : `expected 2xx, got ${shown(first)}`;
     case 'reject':
-      if (noAnswer) return { verdict: 'fail', reason: `expected a non-2xx answer, got ${noAnswer}` };
-      return is2xx(first) ? { verdict: 'fail', reason: `expected a non-2xx answer, got ${first.status}: the receiver accepted it` } : { verdict: 'pass', reason: null };
+      if (first.status === null) return `expected a non-2xx answer, got ${shown(first)}`;
+      return is2xx(first) ? `expected a non-2xx answer, got ${first.status}: the receiver accepted it` : null;
     case 'reject-or-close':
-      return is2xx(first) ? { verdict: 'fail', reason: `expected a non-2xx answer or a closed connection, got ${first.status}: the receiver accepted it` } : { verdict: 'pass', reason: null };
-    case 'accept-once':
-      if (!is2xx(first)) return { verdict: 'fail', reason: `the first, valid send: expected 2xx, got ${noAnswer ?? first.status}` };
-      if (second && is2xx(second)) return { verdict: 'warn', reason: `the same webhook-id was accepted twice (${first.status}, then ${second.status}): a replay would be processed again unless the receiver de-duplicates by webhook-id` };
-      return { verdict: 'pass', reason: null };
+      return is2xx(first) ? `expected a non-2xx answer or a closed connection, got ${first.status}: the receiver accepted it` : null;
+    case 'accept-after-forgery':
+      if (is2xx(first)) return `the forged request was accepted (${first.status})`;
+      if (!second || !is2xx(second)) return `the genuine delivery, sent after a forged request with its webhook-id, got ${second ? shown(second) : 'nothing'}: the forgery blocked it`;
+      return null;
+    case 'accept-repeat':
+      if (!is2xx(first)) return `the first send: expected 2xx, got ${shown(first)}`;
+      if (expectDuplicate === '2xx' && second && !is2xx(second)) return `the repeated webhook-id got ${shown(second)}: ${REPEAT_WHY}`;
+      return null;
+    case 'accept-concurrent': {
+      const accepted = outcomes.filter(is2xx).length;
+      if (expectDuplicate === 'any') return accepted > 0 ? null : `none of ${outcomes.length} concurrent copies got a 2xx (${outcomes.map(shown).join(', ')})`;
+      return accepted === outcomes.length ? null : `${outcomes.length - accepted} of ${outcomes.length} concurrent copies of one delivery got ${outcomes.filter((outcome) => !is2xx(outcome)).map(shown).join(', ')}: ${REPEAT_WHY}`;
+    }
   }
 }
 
@@ -114,103 +141,125 @@ export function kindSeed(seed: number, kind: CaseKind): number {
 
 export const runsFor = (kind: CaseKind, runs: number): number => Math.min(runs, (CASE_SPECS[kind] as { maxRuns?: number }).maxRuns ?? runs);
 
-export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
-  const key = decodeSecret(options.secret);
-  if (!key) throw new TypeError('the secret must be "whsec_" followed by base64');
-  const now = options.now ?? Date.now;
-  const kinds = options.kinds ?? CASE_KINDS;
-  const total = kinds.reduce((sum, kind) => sum + runsFor(kind, options.runs), 0);
-  const budget = options.maxShrinkRequests ?? 500;
-  // In every webhook-id, so that ids do not repeat across runs (a receiver may remember them).
-  const runTag = Math.floor(now() / 1000).toString(36);
-  let done = 0;
-  const results: CaseResult[] = [];
-  const maxStreak = options.maxNoAnswerStreak ?? 5;
-  let noAnswerStreak = 0;
-  let stopped: string | null = null;
-
-  for (const [kindIndex, kind] of kinds.entries()) {
-    if (stopped !== null) break;
-    const spec: { expect: Expectation; what: string } = CASE_SPECS[kind];
-    const numRuns = runsFor(kind, options.runs);
-    const answers: Record<string, number> = {};
-    let requests = 0;
-    let sequence = 0;
-    let warnings = 0;
-    let warning: string | null = null;
-    let failing = false;
-    let shrinkAttempts = 0;
-    let last: Omit<Counterexample, 'shrinks' | 'path'> | null = null;
-
-    const property = fc.asyncProperty(caseArbitrary(kind), async (fuzzCase) => {
-      if (stopped !== null) return true; // the receiver is gone: finish without sending
-      if (failing && ++shrinkAttempts > budget) return true; // out of budget: keep the smallest so far
-      const request = buildRequest(fuzzCase, {
-        key,
-        webhookId: `msg_${fuzzCase.delivery.idStem}_${runTag}${kindIndex.toString(36)}${(sequence++).toString(36)}`,
-        nowSeconds: Math.floor(now() / 1000),
-        toleranceSeconds: options.toleranceSeconds ?? 300,
-        maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
-      });
-      const sent = spec.expect === 'accept-once' ? [request, request] : [request];
-      const outcomes: FuzzOutcome[] = [];
-      for (const one of sent) {
-        requests++;
-        const outcome = await sendSafely(options.send, one);
-        outcomes.push(outcome);
-        // A closed connection is a fair answer to an oversized body; elsewhere, a run of them means the receiver is down.
-        if (outcome.status !== null) noAnswerStreak = 0;
-        else if (spec.expect !== 'reject-or-close' && ++noAnswerStreak >= maxStreak) {
-          stopped = `${maxStreak} requests in a row got no answer (last: ${outcome.error ?? 'unknown error'}); is the receiver running at the target?`;
-        }
-      }
-      const tally = outcomes.map(answerText).join('→');
-      if (!failing) answers[tally] = (answers[tally] ?? 0) + 1;
-      const { verdict, reason } = judge(spec.expect, outcomes);
-      if (!failing) options.onProgress?.({ done: ++done, total, kind, shrinking: false });
-      else options.onProgress?.({ done, total, kind, shrinking: true });
-      if (verdict === 'warn' && !options.strictReplay) {
-        warnings++;
-        warning ??= reason;
-        return true;
-      }
-      if (verdict === 'pass') return true;
-      failing = true;
-      last = { fuzzCase, requests: sent, outcomes, reason: reason ?? 'wrong verdict' };
-      return false;
-    });
-
-    const details = await fc.check(property, { seed: kindSeed(options.seed, kind), numRuns });
-    done += numRuns - Math.min(numRuns, details.numRuns);
-    const failure: Counterexample | null = details.failed && last
-      ? { ...(last as Omit<Counterexample, 'shrinks' | 'path'>), shrinks: details.numShrinks, path: details.counterexamplePath }
-      : null;
-    results.push({
-      kind,
-      expect: spec.expect,
-      what: spec.what,
-      runs: details.numRuns,
-      requests,
-      answers,
-      verdict: failure ? 'fail' : warnings > 0 ? 'warn' : 'pass',
-      warnings,
-      warning,
-      failure,
-    });
-  }
-  return {
-    seed: options.seed,
-    results,
-    failed: results.filter((result) => result.verdict === 'fail').length,
-    warned: results.filter((result) => result.verdict === 'warn').length,
-    stopped,
-  };
-}
-
 async function sendSafely(send: FuzzOptions['send'], request: FuzzRequest): Promise<FuzzOutcome> {
   try {
     return await send(request);
   } catch (error) {
     return { status: null, error: error instanceof Error ? error.message : String(error) };
   }
+}
+
+async function sendExchange(send: FuzzOptions['send'], exchange: FuzzExchange): Promise<FuzzOutcome[]> {
+  if (exchange.concurrent) return Promise.all(exchange.requests.map((request) => sendSafely(send, request)));
+  const outcomes: FuzzOutcome[] = [];
+  for (const request of exchange.requests) outcomes.push(await sendSafely(send, request));
+  return outcomes;
+}
+
+export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
+  const key = decodeSecret(options.secret);
+  if (!key) throw new TypeError('the secret must be "whsec_" followed by base64');
+  const now = options.now ?? Date.now;
+  const kinds = options.kinds ?? CASE_KINDS;
+  const total = kinds.reduce((sum, kind) => sum + runsFor(kind, options.runs), 0);
+  const budget = options.maxShrinkRequests ?? 300;
+  const expectDuplicate = options.expectDuplicate ?? '2xx';
+  // In every webhook-id, so that ids do not repeat across runs (a receiver may remember them).
+  const runTag = Math.floor(now() / 1000).toString(36);
+  const maxStreak = options.maxNoAnswerStreak ?? 3;
+  let noAnswerStreak = 0;
+  let stopped: string | null = null;
+  let done = 0;
+  let sequence = 0;
+  const results: CaseResult[] = [];
+
+  for (const [kindIndex, kind] of kinds.entries()) {
+    if (stopped !== null) break;
+    const spec: { expect: Expectation; what: string } = CASE_SPECS[kind];
+    const numRuns = runsFor(kind, options.runs);
+    const seed = kindSeed(options.seed, kind);
+    const answers: Record<string, number> = {};
+    const records: RunRecord[] = [];
+    const classes = new Map<string, { first: number; runs: number; reason: string; fuzzCase: FuzzCase; exchange: FuzzExchange; outcomes: FuzzOutcome[] }>();
+    let requests = 0;
+
+    /** Sends one case; returns its answers and what was wrong with them. */
+    const attempt = async (fuzzCase: FuzzCase) => {
+      const exchange = buildExchange(fuzzCase, {
+        key,
+        webhookId: `msg_${fuzzCase.delivery.idStem}_${runTag}${kindIndex.toString(36)}${(sequence++).toString(36)}`,
+        nowSeconds: Math.floor(now() / 1000),
+        toleranceSeconds: options.toleranceSeconds ?? 300,
+        maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+        ...(options.corpus ? { corpus: options.corpus } : {}),
+      });
+      const outcomes = await sendExchange(options.send, exchange);
+      requests += outcomes.length;
+      for (const outcome of outcomes) {
+        // A closed connection is a fair answer to an oversized body; elsewhere, a run of them means the receiver is down.
+        if (outcome.status !== null) noAnswerStreak = 0;
+        else if (spec.expect !== 'reject-or-close' && ++noAnswerStreak >= maxStreak) {
+          stopped = `${counted(maxStreak, 'request')} in a row got no answer (last: ${outcome.error ?? 'unknown error'}); is the receiver running at the target?`;
+        }
+      }
+      return { exchange, outcomes, tally: outcomes.map(answerText).join('→'), reason: judge(spec.expect, outcomes, expectDuplicate) };
+    };
+
+    let index = 0;
+    await fc.check(
+      fc.asyncProperty(caseArbitrary(kind), async (fuzzCase) => {
+        const run = index++;
+        if (stopped !== null) return true; // the receiver is gone: finish without sending
+        const { exchange, outcomes, tally, reason } = await attempt(fuzzCase);
+        answers[tally] = (answers[tally] ?? 0) + 1;
+        const request = exchange.requests[0]!;
+        records.push({ fuzzCase, ok: reason === null, splitInside: request.transfer ? splitsACharacter(request.body, request.transfer.splits) : false, outcomes });
+        if (reason !== null) {
+          const known = classes.get(tally);
+          if (known) known.runs++;
+          else classes.set(tally, { first: run, runs: 1, reason, fuzzCase, exchange, outcomes });
+        }
+        options.onProgress?.({ done: ++done, total, kind, shrinking: false });
+        return true;
+      }),
+      { seed, numRuns },
+    );
+
+    const failures: FailureClass[] = [];
+    for (const [tally, found] of classes) {
+      let smallest = { fuzzCase: found.fuzzCase, exchange: found.exchange, outcomes: found.outcomes, reason: found.reason };
+      let shrinks = 0;
+      // No answer is not shrunk: a receiver that is down fails every case the same way.
+      if (!tally.includes('no answer') && stopped === null) {
+        let spent = 0;
+        const details = await fc.check(
+          fc.asyncProperty(caseArbitrary(kind), async (fuzzCase) => {
+            if (stopped !== null || ++spent > budget) return true; // out of budget: keep the smallest so far
+            options.onProgress?.({ done, total, kind, shrinking: true });
+            const again = await attempt(fuzzCase);
+            if (again.reason === null || again.tally !== tally) return true;
+            smallest = { fuzzCase, exchange: again.exchange, outcomes: again.outcomes, reason: again.reason };
+            return false;
+          }),
+          { seed, numRuns: 1, path: String(found.first) },
+        );
+        shrinks = details.failed ? details.numShrinks : 0;
+      }
+      failures.push({ answers: tally, runs: found.runs, shrinks, ...smallest });
+    }
+    const failedRuns = records.filter((record) => !record.ok).length;
+    results.push({
+      kind,
+      expect: spec.expect,
+      what: spec.what,
+      runs: records.length,
+      requests,
+      answers,
+      verdict: failures.length > 0 ? 'fail' : 'pass',
+      failedRuns,
+      failures: failures.sort((a, b) => b.runs - a.runs),
+      diagnosis: failedRuns > 0 ? diagnose(kind, records) : null,
+    });
+  }
+  return { seed: options.seed, results, failed: results.filter((result) => result.verdict === 'fail').length, stopped };
 }

@@ -1,20 +1,29 @@
 import { isoTime } from '../iso-time.js';
-import type { DeliveryRecord, WebhookRecord } from '../store/records.js';
+import type { Webhook } from '../actors/webhook-settings.js';
+import type { DeliveryRecord, EventRecord } from '../store/records.js';
+import type { DeliveryDetailResponse, DeliveryResponse, StoredEventResponse, WebhookConfigResponse } from './response-schemas.js';
+
+type MachineState = DeliveryDetailResponse['transitions'][number]['to'];
 
 const isoOrNull = (ms: number | null) => (ms === null ? null : isoTime(ms));
 
-export function presentWebhook(webhook: WebhookRecord) {
+export function presentWebhook(webhook: Webhook): WebhookConfigResponse {
   return {
     callbackUrl: webhook.callbackUrl,
     status: webhook.state,
     eventTypes: webhook.eventTypes,
+    disabledReason: webhook.state === 'disabled' ? webhook.disabledReason : null,
+    headers: webhook.headers,
+    filter: webhook.filter,
+    ordering: webhook.ordering,
+    operationalUrl: webhook.operationalUrl,
     createdAt: isoTime(webhook.createdAt),
     updatedAt: isoTime(webhook.updatedAt),
   };
 }
 
 /** A delivery in the log: `maxAttempts` is where this round dead-letters, counted like `attempts`. */
-export function presentDelivery(record: DeliveryRecord) {
+export function presentDelivery(record: DeliveryRecord): DeliveryResponse {
   const last = record.attemptLog[record.attemptLog.length - 1];
   return {
     id: record.id,
@@ -30,7 +39,7 @@ export function presentDelivery(record: DeliveryRecord) {
   };
 }
 
-export function presentDeliveryDetail(record: DeliveryRecord) {
+export function presentDeliveryDetail(record: DeliveryRecord): DeliveryDetailResponse {
   return {
     ...presentDelivery(record),
     attemptLog: record.attemptLog.map((attempt) => ({
@@ -42,6 +51,14 @@ export function presentDeliveryDetail(record: DeliveryRecord) {
       errorCode: attempt.errorCode,
       responseBody: attempt.responseBody,
     })),
-    transitions: record.transitions.map((transition) => ({ from: transition.from, to: transition.to, event: transition.event, at: isoTime(transition.at) })),
+    // The store keeps states as plain strings; they are the delivery machine's, which the API
+    // schema lists (and the integration tests check every real answer against it).
+    transitions: record.transitions.map((transition) => ({ from: transition.from as MachineState | null, to: transition.to as MachineState, event: transition.event, at: isoTime(transition.at) })),
   };
+}
+
+/** A stored event: its envelope both parsed and as the exact text that is signed and sent. */
+export function presentStoredEvent(record: EventRecord): StoredEventResponse {
+  const body = Buffer.from(record.envelope).toString('utf8');
+  return { id: record.id, type: record.type, createdAt: isoTime(record.createdAt), payload: JSON.parse(body) as Record<string, unknown>, body };
 }

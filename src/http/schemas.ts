@@ -1,51 +1,153 @@
 import { z } from 'zod';
 import { HooklineError } from '../errors.js';
+import { oneOf, strictShape } from '../input-messages.js';
+import { filterProblems } from '../filter/rule.js';
+import type { FilterRule } from '../filter/rule.js';
 import { DELIVERY_STATUSES } from '../machines/index.js';
-import { EVENT_TYPES } from '../sdk/types.js';
+import { eventInputSchema, eventTypeInput } from '../transport/event-input.js';
 
 /** Parses `value` with `schema`, or throws a 400 naming every problem and where it is. */
-export function parseInput<T>(schema: z.ZodType<T>, value: unknown, where: 'body' | 'query' | 'params'): T {
+export function parseInput<T>(schema: z.ZodType<T>, value: unknown, where: 'body' | 'query' | 'params', at: readonly (string | number)[] = []): T {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  const details = result.error.issues.map((issue) => ({ path: [where, ...issue.path.map(String)].join('.'), message: issue.message }));
+  const details = result.error.issues.map((issue) => ({ path: [where, ...at, ...issue.path].map(String).join('.'), message: issue.message }));
   throw new HooklineError('HOOKLINE_ERR_VALIDATION', `invalid ${where}: ${details.map((d) => `${d.path}: ${d.message}`).join('; ')}`, { details });
 }
 
-const isoDateTime = z.iso.datetime({ offset: true, local: false });
+const isoDateTime = z.iso.datetime({ offset: true, local: false, error: 'must be an ISO 8601 date-time with an offset, e.g. 2026-11-21T23:03:49+00:00' });
 const isoToMs = isoDateTime.transform((text) => Date.parse(text));
 
-export const configureWebhookBody = z.strictObject({
-  callbackUrl: z.url({ protocol: /^https?$/, error: 'must be an absolute http or https URL' }).max(2048),
-  status: z.enum(['active', 'paused']),
-  eventTypes: z.array(z.enum(EVENT_TYPES)).min(1, 'must list at least one event type'),
-});
+const deliveryStatusInput = oneOf(DELIVERY_STATUSES, 'five delivery statuses');
 
-export const rotateSecretBody = z
-  .strictObject({ graceSeconds: z.number().int().min(0).max(30 * 24 * 3600).optional() })
+/** Page size of every list route. */
+export const PAGE_LIMIT = { min: 1, max: 250, default: 50 } as const;
+const pageLimitMessage = `must be a whole number ${PAGE_LIMIT.min}-${PAGE_LIMIT.max}`;
+const pageLimit = z.coerce
+  .number({ error: pageLimitMessage })
+  .int(pageLimitMessage)
+  .min(PAGE_LIMIT.min, pageLimitMessage)
+  .max(PAGE_LIMIT.max, pageLimitMessage)
+  .default(PAGE_LIMIT.default);
+
+/** Custom delivery headers: how many, and the names Hookline sets itself or HTTP reserves for the connection. */
+export const CUSTOM_HEADERS = {
+  max: 20,
+  maxValueLength: 1024,
+  reserved: ['content-type', 'content-length', 'host', 'connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'],
+} as const;
+
+const RESERVED_HEADERS: ReadonlySet<string> = new Set(CUSTOM_HEADERS.reserved);
+// RFC 9110 token; a value may hold visible ASCII, spaces and tabs, never CR, LF or NUL (header injection).
+const headerName = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$/;
+const headerValue = /^[\t\x20-\x7e]*$/;
+
+const customHeaders = z
+  .record(z.string(), z.string({ error: 'must be a string' }), { error: 'must be an object of header names to string values' })
+  .superRefine((headers, context) => {
+    const names = Object.keys(headers);
+    if (names.length > CUSTOM_HEADERS.max) context.addIssue({ code: 'custom', message: `at most ${CUSTOM_HEADERS.max} headers; got ${names.length}` });
+    const seen = new Set<string>();
+    for (const name of names) {
+      const lower = name.toLowerCase();
+      const problem = !headerName.test(name)
+        ? 'not a valid header name (letters, digits and !#$%&\'*+.^_`|~-)'
+        : lower.startsWith('webhook-') || RESERVED_HEADERS.has(lower)
+          ? `Hookline sets ${name} itself (webhook-*, ${CUSTOM_HEADERS.reserved.join(', ')} cannot be set)`
+          : seen.has(lower)
+            ? 'given twice (header names are case-insensitive)'
+            : !headerValue.test(headers[name]!)
+              ? 'the value may hold only visible ASCII, spaces and tabs (no CR, LF or other control characters)'
+              : headers[name]!.length > CUSTOM_HEADERS.maxValueLength
+                ? `the value is longer than ${CUSTOM_HEADERS.maxValueLength} characters`
+                : null;
+      seen.add(lower);
+      if (problem) context.addIssue({ code: 'custom', path: [name], message: problem });
+    }
+  })
+  .describe(`Sent with every delivery (up to ${CUSTOM_HEADERS.max}); not covered by the signature. Names other than webhook-*, ${CUSTOM_HEADERS.reserved.join(', ')}.`);
+
+const payloadFilter = z
+  .record(z.string(), z.unknown(), { error: 'must be a filter rule (a JSON object) or null' })
+  .superRefine((rule, context) => {
+    // One path segment a step (`$or[1]`, `data.amount`, `$gt`), so that details read `body.filter.$or[1].data.amount.$gt`.
+    for (const problem of filterProblems(rule)) context.addIssue({ code: 'custom', path: problem.path, message: problem.message });
+  })
+  .transform((rule) => rule as FilterRule)
+  .describe(
+    'Delivers only events whose envelope matches. Keys are ANDed; a key is a path (`type`, `metadata.<key>`, `data.<key>[.<key>…]`) mapped to a plain value (equality) or to operators (`$in`, `$exists`, `$gt`, `$gte`, `$lt`, `$lte` on numbers or ISO date-times, `$prefix`), or `$and`/`$or` (lists of rules) or `$not` (a rule). At most 8 levels deep and 4,096 bytes of compact JSON. An event that does not match gets `deliveryId: null`.',
+  );
+
+const webhookUrl = z.url({ protocol: /^https?$/, error: 'must be an absolute http or https URL' }).max(2048);
+
+export const configureWebhookBody = strictShape(
+  {
+    callbackUrl: webhookUrl,
+    status: oneOf(['active', 'paused'], 'statuses a webhook can be set to'),
+    eventTypes: z.array(eventTypeInput).min(1, 'must list at least one event type'),
+    headers: customHeaders.optional(),
+    filter: payloadFilter.nullable().optional(),
+    ordering: oneOf(['unordered', 'fifo'], 'orderings')
+      .optional()
+      .describe('`fifo`: the endpoint receives the project\'s deliveries in ingest order, one at a time; a failing delivery holds back the ones behind it until it succeeds or dead-letters. Default `unordered` (concurrent).'),
+    operationalUrl: webhookUrl
+      .nullable()
+      .optional()
+      .describe('Receives Hookline\'s signed operational events about the project (`hookline.endpoint.disabled`, `hookline.endpoint.recovered`, `hookline.delivery.dead_lettered`), signed with `operationalSecret` (GET /v1/webhook/secret).'),
+  },
+  'the webhook configuration',
+);
+
+export const rotateSecretBody = strictShape({ graceSeconds: z.number().int().min(0).max(30 * 24 * 3600).optional() }, 'a rotation')
   .optional()
   .transform((body) => ({ graceSeconds: body?.graceSeconds ?? 86_400 }));
 
-export const deliveryListQuery = z.strictObject({
-  status: z.enum(DELIVERY_STATUSES).optional(),
-  eventType: z.enum(EVENT_TYPES).optional(),
-  eventId: z.string().min(1).max(200).optional(),
-  since: isoToMs.optional(),
-  until: isoToMs.optional(),
-  limit: z.coerce.number().int().min(1).max(250).default(50),
-  cursor: z.string().regex(/^dlv_[0-9A-Z]{26}$/, 'must be a nextCursor from a previous page').optional(),
-});
+export const deliveryListQuery = strictShape(
+  {
+    status: deliveryStatusInput.optional(),
+    eventType: eventTypeInput.optional(),
+    eventId: z.string().min(1).max(200).optional(),
+    since: isoToMs.optional(),
+    until: isoToMs.optional(),
+    limit: pageLimit,
+    cursor: z.string().regex(/^dlv_[0-9A-Z]{26}$/, 'must be a nextCursor from a previous page').optional(),
+  },
+  'the delivery log query',
+);
 
-export const redriveBody = z
-  .strictObject({ since: isoToMs.optional(), until: isoToMs.optional(), eventType: z.enum(EVENT_TYPES).optional(), dryRun: z.boolean().optional() })
+/** `GET /v1/events`: the cursor is an event id, as `POST /v1/events` takes ids. */
+export const eventListQuery = strictShape(
+  {
+    eventType: eventTypeInput.optional(),
+    limit: pageLimit,
+    cursor: z.string().regex(/^evt_[A-Za-z0-9_-]{1,100}$/, 'must be a nextCursor from a previous page').optional(),
+  },
+  'the event list query',
+);
+
+export const redriveBody = strictShape({ since: isoToMs.optional(), until: isoToMs.optional(), eventType: eventTypeInput.optional(), dryRun: z.boolean().optional() }, 'a redrive filter')
   .optional()
   .transform((body) => body ?? {});
 
 export const deliveryIdParams = z.object({ id: z.string().min(1).max(200) });
 export const eventIdParams = z.object({ eventId: z.string().min(1).max(200) });
 
-export const createProjectBody = z.strictObject({ name: z.string().trim().min(1).max(100) });
+export const createProjectBody = strictShape({ name: z.string().trim().min(1).max(100) }, 'a new project');
 
-export const rejectedEventsQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(250).default(50),
-  cursor: z.string().regex(/^rej_[0-9A-Z]{26}$/, 'must be a nextCursor from a previous page').optional(),
-});
+export const rejectedEventsQuery = strictShape(
+  {
+    limit: pageLimit,
+    cursor: z.string().regex(/^rej_[0-9A-Z]{26}$/, 'must be a nextCursor from a previous page').optional(),
+  },
+  'the rejected-events query',
+);
+
+/** How many events one `POST /v1/events/batch` holds. */
+export const BATCH_EVENTS = { min: 1, max: 1000 } as const;
+const batchEventsMessage = `must hold ${BATCH_EVENTS.min} to ${BATCH_EVENTS.max} events`;
+const eventBatchOf = <Item extends z.ZodType>(item: Item) =>
+  strictShape({ events: z.array(item, { error: batchEventsMessage }).min(BATCH_EVENTS.min, batchEventsMessage).max(BATCH_EVENTS.max, batchEventsMessage) }, 'an event batch');
+
+/** A batch as the route parses it: the list first, then each event on its own, so a bad event is refused alone. */
+export const eventBatchBody = eventBatchOf(z.unknown());
+/** A batch as documented: each event has the shape `POST /v1/events` takes. */
+export const eventBatchDocumented = eventBatchOf(eventInputSchema);

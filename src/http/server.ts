@@ -1,7 +1,7 @@
 import Fastify, { LogController } from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Engine } from '../actors/engine.js';
-import { HooklineError, isHooklineError } from '../errors.js';
+import { DEFAULT_RETRY_AFTER_SECONDS, HooklineError, isHooklineError } from '../errors.js';
 import { FORWARDED_HEADER } from '../cluster/rpc.js';
 import type { ForwardedReply, ForwardedRequest } from '../cluster/rpc.js';
 import type { EmbeddedTransport } from '../transport/embedded.js';
@@ -9,6 +9,7 @@ import { ProjectRateLimiter } from './rate-limit.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerDeliveryRoutes } from './routes/deliveries.js';
 import { registerEventRoutes } from './routes/events.js';
+import { registerOpenApiRoute } from './routes/openapi.js';
 import { registerOpsRoutes } from './routes/ops.js';
 import { registerRejectedEventRoutes } from './routes/rejected-events.js';
 import { registerStatsRoutes } from './routes/stats.js';
@@ -28,14 +29,23 @@ export interface ClusterRouting {
   status(): { nodeId: string; partitions: number[]; partitionCount: number };
 }
 
+/** Where a node is in its life: `GET /readyz` answers 200 only when `ready`. */
+export type NodeReadiness = 'starting' | 'ready' | 'draining';
+
 export interface HttpDeps {
   engine: Engine;
   embedded: EmbeddedTransport;
+  /** @default always `ready` (an API built around an engine that is already running) */
+  readiness?: () => NodeReadiness;
   /** @default none (single node: every project is served here) */
   cluster?: ClusterRouting;
 }
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route takes rate-limit tokens per event itself (a batch), not one per request in the auth hook. */
+    countsEvents?: boolean;
+  }
   interface FastifyRequest {
     /** The project the bearer key names; set by the auth hook on every /v1 route. */
     projectId: string;
@@ -72,6 +82,9 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     bodyLimit: deps.engine.settings.maxBodyBytes,
+    // Fastify's default (100) refused the longest event ids (`evt_` and 100 characters) in
+    // `/v1/events/:eventId/replay`; the params schemas bound ids at 200.
+    routerOptions: { maxParamLength: 256 },
     // Fastify's two info lines per request cost ~12% of a delivery's CPU; they move to debug below.
     logController: new LogController({ disableRequestLogging: true }),
     // A URL the router cannot decode (`/v1/events/%/replay`) fails before any route or error
@@ -92,7 +105,8 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
   app.setErrorHandler((error, request, reply) => {
     const hooklineError = toHooklineError(error);
     if (hooklineError.status >= 500 && !hooklineError.retryable) request.log.error({ err: error }, hooklineError.message);
-    if (hooklineError.retryAfterSeconds !== undefined) reply.header('retry-after', String(hooklineError.retryAfterSeconds));
+    const retryAfterSeconds = hooklineError.retryAfterSeconds ?? (hooklineError.status === 503 ? DEFAULT_RETRY_AFTER_SECONDS : undefined);
+    if (retryAfterSeconds !== undefined) reply.header('retry-after', String(retryAfterSeconds));
     reply.status(hooklineError.status).send(hooklineError.toJSON());
   });
   app.setNotFoundHandler((request, reply) => {
@@ -113,10 +127,10 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
       request.projectId = projectId;
       // A call on its way to the owner is counted there, once, not here as well.
       if (cluster && !isForwarded(request) && !cluster.ownsProject(projectId)) return;
+      // A batch is counted by its events, once its body is parsed (in its route).
+      if (request.routeOptions.config.countsEvents) return;
       const waitSeconds = rateLimiter.take(projectId);
-      if (waitSeconds > 0) {
-        throw new HooklineError('HOOKLINE_ERR_RATE_LIMITED', `more than ${deps.engine.settings.rateLimit} requests per second for this project; retry after ${waitSeconds} s`, { retryAfterSeconds: waitSeconds });
-      }
+      if (waitSeconds > 0) throw rateLimiter.refusal(waitSeconds, 'requests');
     });
     if (cluster) {
       // After auth and body parsing: a call about another node's partition is answered by that node.
@@ -137,7 +151,7 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
       });
     }
     registerWebhookRoutes(v1, deps);
-    registerEventRoutes(v1, deps);
+    registerEventRoutes(v1, deps, rateLimiter);
     registerDeliveryRoutes(v1, deps);
     registerRejectedEventRoutes(v1, deps);
     registerStatsRoutes(v1, deps);
@@ -145,6 +159,7 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
 
   registerAdminRoutes(app, deps, bearerToken);
   registerOpsRoutes(app, deps);
+  registerOpenApiRoute(app);
   registerDashboardRoutes(app, deps);
   return app;
 }

@@ -1,9 +1,11 @@
 /**
  * `hookline inspect`: a delivery's recorded transitions as a timeline, each matched to the edge of
- * the delivery machine it took, beside the machine's edges with how often each was taken.
+ * the delivery machine it took, and the machine's edges with how often each was taken.
  */
 import type { GraphEdge, MachineGraph, PathHighlight } from '../diagram/index.js';
 import { edgeLabel } from '../diagram/index.js';
+import { counted } from '../plural.js';
+import { textTable } from '../text-table.js';
 import type { AttemptLogEntry, DeliveryDetail, DeliveryTransition } from '../sdk/types.js';
 
 export interface PathStep {
@@ -55,24 +57,21 @@ function attemptText(attempt: AttemptLogEntry): string {
   return `attempt ${attempt.attempt}: ${answer} in ${attempt.durationMs} ms`;
 }
 
-function table(rows: readonly string[][]): string[] {
-  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
-  return rows.map((row) => row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!))).join('  ').trimEnd());
-}
-
 /**
- * The inspection as text: a header, the timeline (time, time since creation, transition, event,
- * attempt), and beside it (or below, when `columns` is too narrow) the machine's edges with the
- * times each was taken; then the path as one line.
+ * The inspection as text: a header; the delivery's path, one row per recorded transition (time,
+ * time since creation, from → to, the machine event, the attempt and its answer); the machine's
+ * edges, one row each, with how often this delivery took it; then the path as one line. Two tables,
+ * one under the other: their rows are different things (a moment of this delivery, an edge of the
+ * machine) and must not read as one row.
  */
-export function formatInspection(detail: DeliveryDetail, graph: MachineGraph, columns = 160): string {
+export function formatInspection(detail: DeliveryDetail, graph: MachineGraph): string {
   const steps = matchPath(graph, detail);
   const { taken } = pathHighlight(steps);
   const start = steps[0] ? Date.parse(steps[0].transition.at) : Date.parse(detail.createdAt);
 
   // Times of day when the whole history fits in one (UTC) day, whose date the header shows.
   const sameDay = steps.every((step) => step.transition.at.slice(0, 10) === detail.createdAt.slice(0, 10));
-  const timeline = table([
+  const timeline = textTable([
     [sameDay ? `at (${detail.createdAt.slice(0, 10)})` : 'at', 'since', 'transition', 'event', 'attempt'],
     ...steps.map((step) => [
       sameDay ? step.transition.at.slice(11, 23) : step.transition.at,
@@ -83,32 +82,27 @@ export function formatInspection(detail: DeliveryDetail, graph: MachineGraph, co
     ]),
   ]);
   const created = steps.filter((step) => step.transition.from === null).length;
-  const machine = table([
-    ['taken', `${graph.id} machine edge`],
-    [created > 0 ? `${created}×` : '·', `[*] → ${graph.initial}`],
-    ...graph.edges.map((edge) => [taken.has(edge) ? `${taken.get(edge)}×` : '·', `${edge.from} → ${edge.to}  ${edgeLabel(edge)}`]),
+  const machine = textTable([
+    ['taken', 'edge', 'on'],
+    [created > 0 ? `${created}×` : '·', `[*] → ${graph.initial}`, '(created)'],
+    ...graph.edges.map((edge) => [taken.has(edge) ? `${taken.get(edge)}×` : '·', `${edge.from} → ${edge.to}`, edgeLabel(edge)]),
   ]);
-
-  const timelineWidth = Math.max(...timeline.map((line) => line.length));
-  const machineWidth = Math.max(...machine.map((line) => line.length));
-  let body: string[];
-  if (timelineWidth + 4 + machineWidth <= columns) {
-    body = Array.from({ length: Math.max(timeline.length, machine.length) }, (_, index) => `${(timeline[index] ?? '').padEnd(timelineWidth)}    ${machine[index] ?? ''}`.trimEnd());
-  } else {
-    body = [...timeline, '', ...machine];
-  }
 
   const path = steps.length === 0 ? '(no transitions recorded)' : [steps[0]!.transition.from ?? '[*]', ...steps.map((step) => step.transition.to)].join(' → ');
   const unknown = steps.filter((step) => !step.known);
   const next = detail.nextAttemptAt === null ? '' : `, next attempt at ${detail.nextAttemptAt}`;
   return [
     `delivery ${detail.id} of event ${detail.eventId} (${detail.eventType})`,
-    `status ${detail.status} after ${detail.attempts} of at most ${detail.maxAttempts} attempts${next}; created ${detail.createdAt}, updated ${detail.updatedAt}`,
+    `status ${detail.status} after ${detail.attempts} of at most ${counted(detail.maxAttempts, 'attempt')}${next}; created ${detail.createdAt}, updated ${detail.updatedAt}`,
     '',
-    ...body,
+    `The delivery's path (${counted(steps.length, 'transition')}):`,
+    ...timeline,
+    '',
+    `The ${graph.id} machine's edges (${counted(graph.edges.length + 1, 'edge')}), × how often this delivery took each:`,
+    ...machine,
     '',
     `path: ${path}`,
-    ...(unknown.length > 0 ? [`warning: ${unknown.length} transition(s) are not edges of the ${graph.id} machine; the log and the machine disagree`] : []),
+    ...(unknown.length > 0 ? [`warning: ${counted(unknown.length, 'transition')} ${unknown.length === 1 ? 'is not an edge' : 'are not edges'} of the ${graph.id} machine; the log and the machine disagree`] : []),
     '',
   ].join('\n');
 }

@@ -7,8 +7,11 @@
  *   and where `RETRY`/`REDRIVE` put a dead-lettered delivery to start a new round. Left by
  *   `START_ATTEMPT` when the dispatcher takes it.
  * - `delivering`: an HTTP attempt is in flight. Left by its outcome: `ATTEMPT_SUCCEEDED`,
- *   `ATTEMPT_FAILED` (both count the attempt), or `ATTEMPT_INTERRUPTED` when the process stopped
- *   before the outcome was known (not counted; back to `pending`).
+ *   `ATTEMPT_FAILED` (both count the attempt), `ATTEMPT_GONE` when the endpoint answered 410 Gone
+ *   (back to `pending`, held with the others while the engine disables the endpoint; counted in
+ *   `attempts` but not in the round, since the endpoint went away rather than the delivery
+ *   failing), or `ATTEMPT_INTERRUPTED` when the process stopped before the outcome was known (not
+ *   counted; back to `pending`).
  * - `failed`: transient, never persisted. It exists so that the one decision "another attempt in
  *   this round, or give up" has a single home; it is left at once through an eventless
  *   transition: to `retrying` while the round has attempts left (`hasAttemptsLeft`), else to
@@ -39,6 +42,7 @@ export const DELIVERY_EVENT_TYPES = [
   'START_ATTEMPT',
   'ATTEMPT_SUCCEEDED',
   'ATTEMPT_FAILED',
+  'ATTEMPT_GONE',
   'ATTEMPT_INTERRUPTED',
   'RETRY',
   'REDRIVE',
@@ -79,6 +83,10 @@ export function countAttempt(counters: DeliveryCounters, _event: DeliveryEvent):
   };
 }
 
+export function countAttemptOutsideRound(counters: DeliveryCounters, _event: DeliveryEvent): DeliveryCounters {
+  return { attempts: counters.attempts + 1, roundAttempts: counters.roundAttempts, maxAttempts: counters.maxAttempts };
+}
+
 export function startRound(counters: DeliveryCounters, _event: DeliveryEvent): DeliveryCounters {
   return { attempts: counters.attempts, roundAttempts: 0, maxAttempts: counters.maxAttempts };
 }
@@ -86,7 +94,7 @@ export function startRound(counters: DeliveryCounters, _event: DeliveryEvent): D
 /** The plain functions behind the machine's named guards and `assign` actions, by name. */
 export const deliveryImplementations = {
   guards: { hasAttemptsLeft },
-  updaters: { countAttempt, startRound },
+  updaters: { countAttempt, countAttemptOutsideRound, startRound },
 } as const;
 
 export const deliveryMachine = setup({
@@ -100,6 +108,7 @@ export const deliveryMachine = setup({
   },
   actions: {
     countAttempt: assign(({ context, event }) => countAttempt(context, event)),
+    countAttemptOutsideRound: assign(({ context, event }) => countAttemptOutsideRound(context, event)),
     startRound: assign(({ context, event }) => startRound(context, event)),
     // Effects, bound by the engine: compute the next due time (backoff, jitter, Retry-After floor).
     scheduleRetry: () => {},
@@ -122,6 +131,7 @@ export const deliveryMachine = setup({
       on: {
         ATTEMPT_SUCCEEDED: { target: 'succeeded', actions: 'countAttempt' },
         ATTEMPT_FAILED: { target: 'failed', actions: 'countAttempt' },
+        ATTEMPT_GONE: { target: 'pending', actions: 'countAttemptOutsideRound' },
         ATTEMPT_INTERRUPTED: { target: 'pending' },
       },
     },

@@ -5,7 +5,7 @@
  *   the first `CONFIGURE` (PUT /v1/webhook), to `active` or `paused` as the request asks.
  * - `active`: deliveries go out. `CONFIGURE` applies a new configuration and stays (`active`) or
  *   pauses (`paused`); `DISABLE` moves to `disabled` when the engine has seen every attempt to the
- *   endpoint fail for the configured number of days.
+ *   endpoint fail for the configured number of days, or at once when the endpoint answers 410 Gone.
  * - `paused`: the operator stopped deliveries; matching events get a delivery that is held in
  *   `pending`. Left by `CONFIGURE` with `active`; `CONFIGURE` with `paused` stays. Not disabled
  *   while paused: nothing is attempted, so nothing can keep failing.

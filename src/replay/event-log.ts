@@ -1,8 +1,10 @@
 /**
- * Read-only access to the events a Hookline node stored in its LMDB directory, for `hookline
- * replay`. LMDB lets several processes open one environment, so this works beside a running node
- * and never blocks it; it opens only the `events` database, read-only, and never creates anything.
- * Records are checked with zod as they are read back, since the files may come from another version.
+ * Read-only access to what a Hookline node stored in its LMDB directory: its events, for `hookline
+ * replay`, and its projects, for `hookline keys list` and for telling a project that does not exist
+ * from one without events. LMDB lets several processes open one environment, so this works beside a
+ * running node and never blocks it; it opens only the databases it reads, read-only, and never
+ * creates anything. Records are checked with zod as they are read back, since the files may come
+ * from another version.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,6 +19,22 @@ const storedEventSchema = z.object({
   createdAt: z.number(),
   envelope: z.instanceof(Uint8Array),
 });
+
+/** The part of a stored project (src/store/records.ts `ProjectRecord`) that is listed. */
+const storedProjectSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  createdAt: z.number(),
+});
+
+export interface StoredProject {
+  readonly id: string;
+  readonly name: string;
+  /** When the project was created, ms since the epoch. */
+  readonly createdAt: number;
+  /** How many API keys name it (keys are stored as hashes only, so this is all there is to show). */
+  readonly keys: number;
+}
 
 export interface StoredEventRef {
   readonly id: string;
@@ -34,13 +52,20 @@ export interface EventFilter {
   readonly type?: string;
 }
 
-/** The store's layout: the `events` database, keyed `[projectId, eventId]` (src/store/store.ts). */
+/**
+ * The store's layout (src/store/store.ts): `events` keyed `[projectId, eventId]`, `projects` keyed
+ * by project id, `api-keys` from key hash to project id.
+ */
 const EVENTS_DB = 'events';
+const PROJECTS_DB = 'projects';
+const API_KEYS_DB = 'api-keys';
 
 export class EventLogReader {
   private constructor(
     private readonly root: RootDatabase,
     private readonly events: Database<unknown, [string, string]>,
+    private readonly projectsDb: Database<unknown, string>,
+    private readonly apiKeys: Database<unknown, string>,
   ) {}
 
   /** @throws {Error} with what to do when the directory holds no Hookline data. */
@@ -50,11 +75,28 @@ export class EventLogReader {
     }
     let root: RootDatabase;
     try {
-      root = open({ path: dataDir, readOnly: true });
+      // noSubdir: false, or lmdb-js takes a directory named like `hookline.d` for a file.
+      root = open({ path: dataDir, readOnly: true, noSubdir: false });
     } catch (error) {
       throw new Error(`cannot open ${dataDir} as Hookline data (${(error as Error).message}): point --data-dir (or HOOKLINE_DATA_DIR) at the node's data directory`, { cause: error });
     }
-    return new EventLogReader(root, root.openDB({ name: EVENTS_DB }));
+    return new EventLogReader(root, root.openDB({ name: EVENTS_DB }), root.openDB({ name: PROJECTS_DB }), root.openDB({ name: API_KEYS_DB }));
+  }
+
+  hasProject(projectId: string): boolean {
+    return storedProjectSchema.safeParse(this.projectsDb.get(projectId)).success;
+  }
+
+  /** Every project, oldest first, with how many keys it has. */
+  projects(): StoredProject[] {
+    const keys = new Map<string, number>();
+    for (const { value } of this.apiKeys.getRange()) if (typeof value === 'string') keys.set(value, (keys.get(value) ?? 0) + 1);
+    const projects: StoredProject[] = [];
+    for (const { value } of this.projectsDb.getRange()) {
+      const record = storedProjectSchema.safeParse(value);
+      if (record.success) projects.push({ ...record.data, keys: keys.get(record.data.id) ?? 0 });
+    }
+    return projects.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
   }
 
   /** The project's events that match, oldest first (by acceptance time, then id). */

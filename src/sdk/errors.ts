@@ -1,7 +1,9 @@
 /**
- * The one error the SDK client throws for an answer it cannot use. Network failures and aborts are
- * not wrapped: they propagate as the fetch implementation's own error, so `cause` chains and
- * runtime-specific codes (undici's `UND_ERR_*`, `AbortError`) stay intact.
+ * The one error the SDK client throws for a request that got no usable answer: a non-2xx answer, a
+ * 2xx that is not JSON, or no answer at all (`network_error`: connection refused or reset, DNS
+ * failure, TLS failure), so callers branch on `code` alone. The fetch implementation's own error
+ * stays reachable as `cause` (undici's `UND_ERR_*`, `ECONNREFUSED`, …). Aborts are not wrapped: an
+ * aborted call rejects with the signal's own reason, as the caller asked.
  */
 
 /**
@@ -9,6 +11,9 @@
  * truncated body). Any other code comes from the server's error body, or is `http_<status>`.
  */
 export const INVALID_RESPONSE_CODE = 'invalid_response';
+
+/** `code` of a request that got no HTTP answer at all; `status` is then 0. */
+export const NETWORK_ERROR_CODE = 'network_error';
 
 export interface HooklineApiErrorInit {
   status: number;
@@ -20,11 +25,12 @@ export interface HooklineApiErrorInit {
 
 export class HooklineApiError extends Error {
   override readonly name = 'HooklineApiError';
-  /** The HTTP status of the answer. */
+  /** The HTTP status of the answer; 0 for `network_error` (no answer came). */
   readonly status: number;
   /**
    * The server's snake_case error code (`webhook_not_configured`, `delivery_succeeded`, …);
-   * `http_<status>` when the body was not a Hookline error; `invalid_response` for an unusable 2xx.
+   * `http_<status>` when the body was not a Hookline error; `invalid_response` for an unusable 2xx;
+   * `network_error` when no answer came.
    */
   readonly code: string;
   /** The server's `details` array (e.g. validation issues); empty when it sent none. */
@@ -37,9 +43,9 @@ export class HooklineApiError extends Error {
     this.details = init.details ?? [];
   }
 
-  /** Whether the same request may succeed later unchanged: 408, 429 and 5xx. */
+  /** Whether the same request may succeed later unchanged: 408, 429, 5xx and `network_error`. */
   get retryable(): boolean {
-    return this.status === 408 || this.status === 429 || this.status >= 500;
+    return this.code === NETWORK_ERROR_CODE || this.status === 408 || this.status === 429 || this.status >= 500;
   }
 
   /** Builds the error for a non-2xx answer from its status and raw body text. */

@@ -1,3 +1,7 @@
+/**
+ * `hookline/sdk/nats`: publishing events to Hookline over NATS JetStream. Its own entry because its
+ * declarations need @nats-io types, which `hookline/sdk` must not pull into consumers without NATS.
+ */
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ingestSubject } from './partition.js';
 import type { SendEventInput } from './types.js';

@@ -14,7 +14,10 @@ export function fnv1a(text: string): number {
 }
 
 export function partitionOf(projectId: string, partitions: number): number {
-  return fnv1a(projectId) % partitions;
+  // A project's companion store ids (`<projectId>~ops`: its operational events) go with it. Project
+  // ids never hold `~`.
+  const companion = projectId.indexOf('~');
+  return fnv1a(companion === -1 ? projectId : projectId.slice(0, companion)) % partitions;
 }
 
 /** The ingest subject of a project: `<prefix>.<partition>.<projectId>` in a cluster, else `<prefix>.<projectId>`. */

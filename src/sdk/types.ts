@@ -3,6 +3,8 @@
  * are ISO 8601 strings with an offset; an absent value is `null`, never a missing key.
  */
 
+import type { HooklineApiError } from './errors.js';
+
 /** The three reserved event types; a webhook's `eventTypes` and every event's `type` are among them. */
 export const EVENT_TYPES = [
   'service.trigger.event',
@@ -74,12 +76,60 @@ export interface ConfigureWebhookInput {
   status: WebhookConfigStatus;
   /** Which event types are delivered; a non-empty set of the reserved types. */
   eventTypes: readonly EventType[];
+  /**
+   * Headers sent with every delivery (at most 20), not covered by the signature. Not allowed:
+   * `webhook-*`, `content-type`, `content-length`, `host` and hop-by-hop headers; no CR or LF.
+   * A PUT replaces the whole configuration: leaving this out clears them.
+   * @default {}
+   */
+  headers?: Readonly<Record<string, string>>;
+  /**
+   * Deliver only events whose envelope matches this rule; others get `deliveryId: null`. See
+   * `PayloadFilter`. Leaving it out (or `null`) delivers every event of `eventTypes`.
+   * @default null
+   */
+  filter?: PayloadFilter | null;
+  /**
+   * Receives Hookline's operational events about the project, signed with the operational secret
+   * (`getSecret().operationalSecret`): `hookline.endpoint.disabled`, `hookline.endpoint.recovered`
+   * and `hookline.delivery.dead_lettered`, each an envelope `{version, id, type, data, timestamp}`.
+   * @default null
+   */
+  operationalUrl?: string | null;
+  /**
+   * `fifo`: the endpoint receives the project's deliveries in ingest order, one at a time; a failing
+   * delivery holds back the ones behind it through its retries, until it succeeds or dead-letters.
+   * Throughput is then one delivery per round trip to the receiver.
+   * @default 'unordered'
+   */
+  ordering?: DeliveryOrdering;
 }
+
+/** How deliveries go out: concurrently (`unordered`), or one at a time in ingest order (`fifo`). */
+export type DeliveryOrdering = 'unordered' | 'fifo';
+
+/**
+ * A payload filter rule, a JSON object whose keys are ANDed. A key is a path into the envelope
+ * (`type`, `metadata.<key>`, `data.<key>[.<key>…]`) mapped to a plain value (equality) or to an
+ * object of operators: `$in` (list), `$exists` (boolean), `$gt` `$gte` `$lt` `$lte` (a number or an
+ * ISO 8601 date-time), `$prefix` (string); or `$and` / `$or` (lists of rules), `$not` (a rule).
+ * At most 8 levels deep and 4,096 bytes. Example: `{ "data.amount": { "$gte": 100 }, "$or": [{ "metadata.tenant_id": "acme" }, { "type": "service.trigger.disabled" }] }`.
+ */
+export type PayloadFilter = { readonly [key: string]: unknown };
 
 export interface WebhookConfig {
   callbackUrl: string;
   status: WebhookStatus;
   eventTypes: EventType[];
+  /** Why Hookline disabled the endpoint (e.g. `the endpoint answered 410 Gone`); `null` unless `status` is `disabled`. */
+  disabledReason: string | null;
+  /** Sent with every delivery, as set; `{}` when none. */
+  headers: Record<string, string>;
+  /** The payload filter as set; `null` when every event of `eventTypes` is delivered. */
+  filter: PayloadFilter | null;
+  ordering: DeliveryOrdering;
+  /** Where operational events go; `null` when none. */
+  operationalUrl: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -87,6 +137,8 @@ export interface WebhookConfig {
 export interface WebhookSecret {
   /** The current signing secret, `whsec_<base64>`. */
   secret: string;
+  /** Signs the operational events; present while `operationalUrl` is set. */
+  operationalSecret?: string;
 }
 
 export interface RotateSecretInput {
@@ -131,6 +183,14 @@ export interface SendEventResult {
   /** `true` when the server already had this event id (HTTP 200) and answered its first result. */
   duplicate: boolean;
 }
+
+/**
+ * One event's outcome in `sendEvents`, in request order: stored or a repeat (as `sendEvent` answers),
+ * or refused with the error `sendEvent` would have thrown for that event alone.
+ */
+export type SendEventsItem =
+  | ({ ok: true } & SendEventResult)
+  | { ok: false; error: HooklineApiError };
 
 export interface LastAttempt {
   at: string;
@@ -216,17 +276,65 @@ export interface DeliveryPage {
   nextCursor: string | null;
 }
 
+export interface EventListFilter {
+  eventType?: EventType;
+  /**
+   * Page size, 1–250. With `listEvents` it sizes each page, it does not cap the total: stop
+   * iterating (`break`) to stop fetching.
+   * @default 50 (server side)
+   */
+  limit?: number;
+}
+
+export interface EventPageQuery extends EventListFilter {
+  /** The `nextCursor` of the previous page; omit for the newest page. */
+  cursor?: string;
+}
+
+/** An event as Hookline stored it (`GET /v1/events/:eventId`). */
+export interface StoredEvent {
+  id: string;
+  type: EventType;
+  /** When Hookline accepted the event. */
+  createdAt: string;
+  /** The envelope Hookline signs and sends, parsed. */
+  payload: Record<string, unknown>;
+  /** The same envelope as the exact text signed and sent: its UTF-8 bytes are the request body. */
+  body: string;
+}
+
+export interface EventPage {
+  /** Newest first by `id` (ids Hookline makes sort by acceptance time). */
+  data: StoredEvent[];
+  /** `null` on the last page. */
+  nextCursor: string | null;
+}
+
 export interface RedriveFilter {
   /** Inclusive lower bound on `createdAt`. */
   since?: DateInput;
   /** Exclusive upper bound on `createdAt`. */
   until?: DateInput;
   eventType?: EventType;
+  /**
+   * Only count: answer how many dead letters a redrive with this filter would start now, and change
+   * nothing.
+   * @default false
+   */
+  dryRun?: boolean;
 }
 
 export interface RedriveResult {
-  /** How many dead-lettered deliveries started a new round. */
+  /** How many dead-lettered deliveries started a new round; 0 on a dry run. */
   redriven: number;
+  /** On a dry run, how many a redrive with the same filter would start now; `null` on a real redrive. */
+  wouldRedrive: number | null;
+}
+
+/** Readings of `GET /v1/stats/delivery-states`: cheap counts, safe to poll every few seconds. */
+export interface DeliveryStats {
+  /** How many of the project's deliveries are in each status now. */
+  counts: Record<DeliveryStatus, number>;
 }
 
 export interface ReplayResult {

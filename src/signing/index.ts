@@ -1,7 +1,7 @@
 export type { HmacBackend } from './backend.js';
 export { loadDefaultBackend } from './backend.js';
 export { CANDIDATE_SEPARATOR, SIGNATURE_VERSION, signedContent } from './content.js';
-export { SECRET_PREFIX, decodeSecret, generateSecret } from './secret.js';
+export { SECRET_PREFIX, decodeSecret, decodeVerifierSecret, generateSecret } from './secret.js';
 export type { SignWebhookInput } from './sign.js';
 export { formatSignatureHeader, secretsToKeys, signWebhook } from './sign.js';
 export type { VerifierOptions, VerifyWebhookInput, WebhookVerifier } from './verify.js';

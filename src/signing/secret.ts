@@ -21,3 +21,19 @@ export function decodeSecret(secret: unknown): Uint8Array | null {
   if (typeof secret !== 'string' || !secret.startsWith(SECRET_PREFIX)) return null;
   return decodeBase64(secret.slice(SECRET_PREFIX.length));
 }
+
+const UNPADDED_TAIL = ['', null, '==', '='] as const;
+
+/**
+ * The HMAC key of a secret a receiver verifies with, read as the Standard Webhooks reference
+ * libraries read it: the `whsec_` prefix is optional and so is the base64 padding, because their
+ * users paste secrets in either form and a verifier that quietly answers `false` for one of them
+ * dead-letters every delivery. Everything else stays strict: the standard alphabet only, no
+ * whitespace, not empty, no impossible length.
+ */
+export function decodeVerifierSecret(secret: unknown): Uint8Array | null {
+  if (typeof secret !== 'string') return null;
+  const text = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret;
+  const tail = text.includes('=') ? '' : UNPADDED_TAIL[text.length % 4];
+  return tail === null || tail === undefined ? null : decodeBase64(text + tail);
+}

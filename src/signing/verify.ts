@@ -1,7 +1,7 @@
 import type { HmacBackend } from './backend.js';
 import { loadDefaultBackend } from './backend.js';
 import { CANDIDATE_SEPARATOR, SIGNATURE_VERSION } from './content.js';
-import { decodeSecret } from './secret.js';
+import { decodeVerifierSecret } from './secret.js';
 
 /** Default tolerance between the `webhook-timestamp` and the receiver's clock, either direction. */
 export const DEFAULT_TOLERANCE_SECONDS = 300;
@@ -22,7 +22,7 @@ export interface VerifyWebhookInput {
   signature: string;
   /** The raw request body, exactly as received. Never re-serialised JSON. */
   body: string | Uint8Array;
-  /** The endpoint's `whsec_…` secret. */
+  /** The endpoint's secret: `whsec_<base64>`, or the base64 alone; padding optional. */
   secret: string;
   /**
    * How far the timestamp may be from now, in seconds, in the past or the future.
@@ -134,7 +134,7 @@ export function createWebhookVerifier(options: VerifierOptions = {}): WebhookVer
     if (key) {
       keys.delete(secret);
     } else {
-      key = decodeSecret(secret);
+      key = decodeVerifierSecret(secret);
       if (!key) return null;
       if (keys.size >= SECRET_CACHE_SIZE) keys.delete(keys.keys().next().value!);
     }

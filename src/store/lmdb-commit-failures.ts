@@ -16,6 +16,13 @@ import { statfs } from 'node:fs/promises';
 const LMDB_COMMIT_FAILED = 'Commit failed (see commitError for details)';
 /** Below this much free space, a failed commit is taken for a full disk whatever errno it carries (EIO included). */
 const DISK_FULL_FREE_BYTES = 1024 * 1024;
+/**
+ * How long to wait for a failed commit's `commitError`. lmdb-js (3.5, write.js) rejects it only
+ * when its write thread reports an error status; a failed batch it finds in a later callback gets
+ * a new `commitError` that only the next error status would settle. Awaited unbounded, that would
+ * hold a writer (a delivery's outcome, an ingest's answer) for good.
+ */
+const COMMIT_ERROR_WAIT_MS = 250;
 
 export function isLmdbCommitFailure(error: unknown): error is Error & { commitError: Promise<unknown> } {
   return error instanceof Error && error.message === LMDB_COMMIT_FAILED && typeof (error as { commitError?: { catch?: unknown } }).commitError?.catch === 'function';
@@ -55,10 +62,15 @@ export function installCommitFailureGuard(): void {
  */
 export async function commitFailureCause(error: unknown, dataDir: string): Promise<unknown> {
   if (!isLmdbCommitFailure(error)) return error;
-  const cause = await error.commitError.then(
-    () => error,
-    (inner: unknown) => inner,
-  );
+  let timer: NodeJS.Timeout | undefined;
+  const cause = await Promise.race([
+    error.commitError.then(
+      () => error,
+      (inner: unknown) => inner,
+    ),
+    // No cause in time: the free space decides, below.
+    new Promise<unknown>((resolve) => (timer = setTimeout(resolve, COMMIT_ERROR_WAIT_MS, error))),
+  ]).finally(() => clearTimeout(timer));
   const errno = (cause as { code?: unknown }).code;
   let full = errno === 28 || errno === 'ENOSPC' || /No space left/i.test(String((cause as Error).message));
   if (!full) {

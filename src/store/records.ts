@@ -1,4 +1,5 @@
 import type { DeliveryStatus } from '../machines/index.js';
+import type { FilterRule } from '../filter/rule.js';
 import type { EventType } from '../sdk/types.js';
 
 /**
@@ -30,8 +31,23 @@ export interface WebhookRecord {
   secrets: SigningSecretRecord[];
   /** Start of the current unbroken run of failed attempts; null after any success. */
   failingSince: number | null;
+  /** When Hookline last disabled the endpoint; null again once an attempt succeeds after it (its recovery). */
   disabledAt: number | null;
   disabledReason: string | null;
+  /*
+   * Optional below: absent from records written before they existed. The actor reads a record
+   * with `withWebhookDefaults` (actors/webhook-settings.ts), which fills in each default.
+   */
+  /** Sent with every delivery, names and values as the operator set them (not signed). */
+  headers?: Record<string, string>;
+  /** Payload filter (filter/rule.ts); null delivers every event of `eventTypes`. */
+  filter?: FilterRule | null;
+  /** `fifo`: one delivery at a time, in ingest order. */
+  ordering?: 'unordered' | 'fifo';
+  /** Where Hookline's operational events about the project go; null: nowhere. */
+  operationalUrl?: string | null;
+  /** Signs operational events; made with the first `operationalUrl` and kept, like `secrets`. */
+  operationalSecret?: string | null;
 }
 
 export interface IngestAnswer {
@@ -70,8 +86,8 @@ export interface TransitionRecord {
   at: number;
 }
 
-/** The persisted snapshot of one delivery machine: its state, its context and its history. */
-export interface DeliveryRecord {
+/** A delivery's state and context: what its head and its whole record share. */
+export interface DeliveryFields {
   id: string;
   eventId: string;
   eventType: EventType;
@@ -83,11 +99,36 @@ export interface DeliveryRecord {
   nextAttemptAt: number | null;
   createdAt: number;
   updatedAt: number;
+}
+
+/** The persisted snapshot of one delivery machine: its state, its context and its history (as read). */
+export interface DeliveryRecord extends DeliveryFields {
   attemptLog: AttemptRecord[];
   transitions: TransitionRecord[];
 }
 
-/** A change to a delivery, applied to the stored record inside a write transaction. */
+/**
+ * What the `deliveries` table holds for one delivery: its state and context without its history,
+ * so that a restart resumes from these alone. The attempt log and the transitions are stored apart,
+ * one key each (`[projectId, deliveryId, index]`), and appended, never rewritten.
+ */
+export interface DeliveryHead extends DeliveryFields {
+  /** How many transitions and attempts are stored under the delivery's log keys. */
+  transitionCount: number;
+  attemptCount: number;
+}
+
+/**
+ * A delivery's value in the status index (`[projectId, status, deliveryId]`): what a restart needs
+ * to resume it, so that it reads the index alone, in key order, and no head or record.
+ */
+export type DeliverySchedule = [nextAttemptAt: number | null, attempts: number, roundAttempts: number, roundSize: number, transitionCount: number, attemptCount: number];
+
+/**
+ * One machine step of a delivery, as stored. It names the log indexes its entries take, so that
+ * writing it again (after a commit that was never confirmed) lands on the same keys: a step is
+ * never logged twice, and no stored record has to be read to tell.
+ */
 export interface DeliveryChange {
   status: DeliveryStatus;
   attempts: number;
@@ -96,7 +137,11 @@ export interface DeliveryChange {
   nextAttemptAt: number | null;
   updatedAt: number;
   transitions: TransitionRecord[];
+  /** Index of the first of `transitions` in the delivery's transition log. */
+  transitionIndex: number;
   attempt?: AttemptRecord;
+  /** Index of `attempt` (or, without one, of the next attempt) in the delivery's attempt log. */
+  attemptIndex: number;
 }
 
 /** An inbound message that could not be accepted (NATS): terminated at the source, kept here. */

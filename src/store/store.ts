@@ -2,7 +2,12 @@ import { statfsSync } from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import type { DeliveryStatus } from '../machines/index.js';
 import { commitFailureCause, installCommitFailureGuard, observed } from './lmdb-commit-failures.js';
-import type { DeliveryChange, DeliveryRecord, EventRecord, ProjectRecord, RejectedEventRecord, WebhookRecord } from './records.js';
+import type { DeliveryIdentity } from './delivery-model.js';
+import { headOf } from './delivery-model.js';
+import { DeliveryTables } from './delivery-tables.js';
+import { FixedDelayTimers } from '../fixed-delay-timers.js';
+import type { TimerEntry } from '../fixed-delay-timers.js';
+import type { DeliveryChange, DeliveryHead, DeliveryRecord, DeliverySchedule, EventRecord, ProjectRecord, RejectedEventRecord, WebhookRecord } from './records.js';
 
 type ProjectKey = [projectId: string, id: string];
 type StatusKey = [projectId: string, status: DeliveryStatus, deliveryId: string];
@@ -30,6 +35,8 @@ export interface StoreOptions {
 export interface StoreReplicator {
   project(record: ProjectRecord, apiKeyHash: string | null): Promise<void>;
   delivery(projectId: string, record: DeliveryRecord): Promise<void>;
+  /** Steps of a delivery whose record (`delivery`) went before: what a step adds, not the record re-read. */
+  deliverySteps(projectId: string, deliveryId: string, changes: readonly DeliveryChange[]): Promise<void>;
   event(projectId: string, record: EventRecord): Promise<void>;
   webhook(projectId: string, record: WebhookRecord): Promise<void>;
 }
@@ -46,20 +53,32 @@ const QUOTA_CHECK_INTERVAL_MS = 250;
 /** Free space kept on the data directory's filesystem: ingest stops there (the smaller of the two). */
 const DISK_RESERVE_MAX_BYTES = 128 * 1024 * 1024;
 const DISK_RESERVE_FRACTION = 0.05;
+/** About what one ingest takes on disk: its envelope, and the rest of its records and the pages its commit copies. */
+const ingestDiskBytes = (envelopeBytes: number): number => envelopeBytes + 8 * 1024;
 /**
  * How long a commit's flush may take before durability is confirmed by an explicit sync instead:
  * lmdb-js never settles the flush promise of a batch whose write failed, so after a failed commit
  * an acknowledged write (or a close) would otherwise wait forever.
  */
 const FLUSH_CONFIRM_MS = 1000;
+/**
+ * How long a delivery's commit may stay unsettled before it is reported as failed. lmdb-js settles
+ * no write of a batch whose commit ends in an error status of its write thread (it only prints it,
+ * e.g. EIO from a full tmpfs), so a writer awaiting one would wait forever. Writing the steps again
+ * is safe: a step written again lands on the same log keys (`applyDeliveryChanges`).
+ */
+const DELIVERY_COMMIT_CONFIRM_MS = 2000;
 
 /**
  * LMDB persistence. Writes are asynchronous and lmdb-js commits every write issued in one event-loop
  * turn in one transaction, so concurrent ingests share a commit (and its fsync) instead of paying one
  * each. `writeIngest` resolves once the commit is flushed to disk: only then is an event acknowledged.
  *
- * Reads outside a transaction see committed data only, so read-modify-write of a delivery happens
- * inside `transaction()`, where the changes queued before it are visible and applied in order.
+ * A delivery is a head (its state, `deliveries`) plus its transitions and attempts under keys of
+ * their own (`delivery-transitions`, `delivery-attempts`, `[projectId, deliveryId, index]`). A step
+ * appends its entries and puts the head whole, with the status index, in one commit: nothing is
+ * read to write it. Reads assemble the record (`getDelivery`); a restart reads heads only.
+ * Stores of the earlier model (whole records in `deliveries`) are converted once, at open.
  */
 export class HooklineStore {
   readonly root: RootDatabase;
@@ -67,8 +86,11 @@ export class HooklineStore {
   readonly apiKeys: Database<string, string>;
   readonly webhooks: Database<WebhookRecord, string>;
   readonly events: Database<EventRecord, ProjectKey>;
-  readonly deliveries: Database<DeliveryRecord, ProjectKey>;
-  readonly deliveriesByStatus: Database<true, StatusKey>;
+  /** Delivery heads (`DeliveryTables.heads`). */
+  readonly deliveries: Database<DeliveryHead, ProjectKey>;
+  readonly deliveryTables: DeliveryTables;
+  /** The status index (`DeliveryTables.byStatus`). */
+  readonly deliveriesByStatus: Database<DeliverySchedule, StatusKey>;
   readonly rejectedEvents: Database<RejectedEventRecord, ProjectKey>;
 
   /** Set by a cluster node; null on a single node. */
@@ -78,28 +100,45 @@ export class HooklineStore {
   private quotaCheckedAt = 0;
   private overQuota = false;
   private overLimit = false;
-  private diskTight = false;
   private diskFull = false;
+  /** Room above the reserve at the last reading of the filesystem, less the ingests not committed then. */
+  private diskHeadroom = Infinity;
+  /** `ingestDiskBytes` of the ingests begun since that reading. */
+  private ingestedSinceDiskRead = 0;
+  /** `ingestDiskBytes` of the ingests not yet committed, which a reading of the free space cannot see. */
+  private ingestingBytes = 0;
+  /** The bounds on a flush and on a delivery commit, each on one timer for all. */
+  private readonly flushConfirm = new FixedDelayTimers(FLUSH_CONFIRM_MS);
+  private readonly deliveryCommitConfirm = new FixedDelayTimers(DELIVERY_COMMIT_CONFIRM_MS);
 
   constructor(options: StoreOptions) {
     installCommitFailureGuard();
     this.path = options.path;
     this.maxDataBytes = options.maxDataBytes ?? 0;
-    this.root = open({ path: options.path, ...(options.mapSize ? { mapSize: options.mapSize } : {}) });
+    // noSubdir: false always: lmdb-js guesses from a dot in the last path part (`hookline.d`, most
+    // `mktemp -d` names) that the path is a file, and then cannot open the directory.
+    this.root = open({ path: options.path, noSubdir: false, ...(options.mapSize ? { mapSize: options.mapSize } : {}) });
     this.projects = this.root.openDB({ name: 'projects' });
     this.apiKeys = this.root.openDB({ name: 'api-keys' });
     this.webhooks = this.root.openDB({ name: 'webhooks' });
     this.events = this.root.openDB({ name: 'events' });
-    this.deliveries = this.root.openDB({ name: 'deliveries' });
-    this.deliveriesByStatus = this.root.openDB({ name: 'deliveries-by-status' });
+    this.deliveryTables = new DeliveryTables(this.root);
+    this.deliveries = this.deliveryTables.heads;
+    this.deliveriesByStatus = this.deliveryTables.byStatus;
     this.rejectedEvents = this.root.openDB({ name: 'rejected-events' });
+    this.deliveryTables.convertWholeRecords();
   }
 
   /**
-   * True when the used pages of the environment exceed `maxDataBytes`, or when the filesystem of the
-   * data directory is down to its reserve (re-read every 250 ms). The reserve keeps LMDB from ever
-   * meeting a full disk on an ingest: lmdb-js can corrupt its own memory on a write that fails with
-   * ENOSPC, and the deliveries already stored need room for their state changes.
+   * True when the used pages of the environment exceed `maxDataBytes` (re-read every 250 ms), or
+   * when the filesystem of the data directory is down to its reserve. The reserve keeps LMDB from
+   * ever meeting a full disk on an ingest: lmdb-js can corrupt its own memory on a write that fails
+   * with ENOSPC, and the deliveries already stored need room for their state changes.
+   *
+   * The free space is re-read every 250 ms and, in between, as soon as the ingests since could
+   * have used a quarter of the room left above the reserve; ingests not yet committed count as
+   * used. Read on time alone, it let a fast ingest (6.5 MB in 250 ms on Node 24, in the tmpfs
+   * test) or a burst of concurrent ones run through the whole reserve to the disk's end.
    */
   isOverQuota(): boolean {
     const now = performance.now();
@@ -108,8 +147,7 @@ export class HooklineStore {
       const stats = this.root.getStats() as { lastPageNumber: number; pageSize: number };
       this.overLimit = this.maxDataBytes > 0 && stats.lastPageNumber * stats.pageSize >= this.maxDataBytes;
       this.overQuota = this.overLimit || this.diskAtReserve();
-    } else if (this.diskTight) {
-      // Close to the reserve, 250 ms of ingest could overshoot it: read the free space every time.
+    } else if (this.ingestedSinceDiskRead >= this.diskHeadroom / 4) {
       this.overQuota = this.overLimit || this.diskAtReserve();
     }
     return this.overQuota;
@@ -119,8 +157,10 @@ export class HooklineStore {
     try {
       const { bavail, bsize, blocks } = statfsSync(this.path);
       const reserve = Math.min(DISK_RESERVE_MAX_BYTES, blocks * bsize * DISK_RESERVE_FRACTION);
-      this.diskTight = bavail * bsize < 4 * reserve;
-      this.diskFull = bavail * bsize < reserve;
+      const free = bavail * bsize - this.ingestingBytes;
+      this.diskFull = free < reserve;
+      this.diskHeadroom = Math.max(0, free - reserve);
+      this.ingestedSinceDiskRead = 0;
     } catch {
       // No reading (a filesystem without statfs, a transient error): the last one stands.
     }
@@ -181,8 +221,18 @@ export class HooklineStore {
     return this.events.get([projectId, eventId]);
   }
 
+  /** The delivery with its attempt log and transitions, assembled from its head and log entries. */
   getDelivery(projectId: string, deliveryId: string): DeliveryRecord | undefined {
+    return this.deliveryTables.get(projectId, deliveryId);
+  }
+
+  /** The delivery's state without its history: what a restart or a recovery operation needs. */
+  getDeliveryHead(projectId: string, deliveryId: string): DeliveryHead | undefined {
     return this.deliveries.get([projectId, deliveryId]);
+  }
+
+  assemble(projectId: string, head: DeliveryHead): DeliveryRecord {
+    return this.deliveryTables.assemble(projectId, head);
   }
 
   /**
@@ -190,15 +240,26 @@ export class HooklineStore {
    * that failed for want of space rejects with an error whose `code` is `ENOSPC`.
    */
   async writeIngest(projectId: string, event: EventRecord, delivery: DeliveryRecord | null): Promise<void> {
+    const diskBytes = ingestDiskBytes(event.envelope.byteLength);
+    this.ingestedSinceDiskRead += diskBytes;
+    this.ingestingBytes += diskBytes;
     try {
-      await this.root.transaction(() => {
+      // A batch, not a transaction: an async transaction's callback runs on this thread, so LMDB's
+      // write thread (and every write queued behind it) waited for the event loop to come round.
+      const commit = this.root.batch(() => {
         this.events.put([projectId, event.id], event);
-        if (delivery) this.putNewDelivery(projectId, delivery);
+        if (delivery) this.deliveryTables.putWholeRecord(projectId, delivery);
       });
-      // With overlappingSync a commit is visible before it is on disk; an acknowledged event must be on disk.
-      await this.durable();
+      // With overlappingSync a commit is visible before it is on disk; an acknowledged event must be
+      // on disk. Its own batch's flush, taken now: read after the commit, `flushed` is the newest
+      // batch's, which attempt commits keep joining (that wait was the p99 at 1,000/s).
+      const flushed = this.flushOfCurrentBatch();
+      await commit;
+      await this.durable(flushed);
     } catch (error) {
       throw await commitFailureCause(error, this.path);
+    } finally {
+      this.ingestingBytes -= diskBytes;
     }
     if (this.replicator) {
       try {
@@ -208,24 +269,30 @@ export class HooklineStore {
         // repeat of an event that the next owner of the partition would never know about.
         await observed(this.root.transaction(() => {
           this.events.remove([projectId, event.id]);
-          if (delivery) {
-            this.deliveries.remove([projectId, delivery.id]);
-            this.deliveriesByStatus.remove([projectId, delivery.status, delivery.id]);
-          }
+          if (delivery) this.deliveryTables.remove(projectId, headOf(delivery));
         })).catch(() => {});
         throw error;
       }
     }
   }
 
-  /** Resolves once every commit so far is on disk: the flush, or failing that in time, an explicit sync. */
-  private async durable(): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<false>((resolve) => (timer = setTimeout(resolve, FLUSH_CONFIRM_MS, false)));
+  /**
+   * The flush of the batch the writes issued so far in this turn belong to. `flushed` is a thenable
+   * whose `then` picks the batch when called, so it is called now, not when awaited.
+   */
+  private flushOfCurrentBatch(): Promise<boolean> {
+    // Never rejects (it may be left unawaited when the commit fails): false sends `durable` to a sync.
+    return new Promise((resolve) => void this.root.flushed.then(() => resolve(true), () => resolve(false)));
+  }
+
+  /** Resolves once `flushed` (by default: every commit so far) is on disk, or failing that in time, an explicit sync. */
+  private async durable(flushed: Promise<boolean> = this.flushOfCurrentBatch()): Promise<void> {
+    let timer!: TimerEntry;
+    const late = new Promise<false>((resolve) => (timer = this.flushConfirm.add(() => resolve(false))));
     try {
-      if (await Promise.race([Promise.resolve(this.root.flushed).then(() => true), late])) return;
+      if (await Promise.race([flushed, late])) return;
     } finally {
-      clearTimeout(timer);
+      this.flushConfirm.cancel(timer);
     }
     const root = this.root as unknown as { sync(callback: (error?: Error | null) => void): void };
     await new Promise<void>((resolve, reject) => root.sync((error) => (error ? reject(error) : resolve())));
@@ -238,7 +305,7 @@ export class HooklineStore {
       if (!event) throw new Error(`event ${eventId} vanished before its replay was stored`);
       event.deliveryIds.push(delivery.id);
       this.events.put([projectId, eventId], event);
-      this.putNewDelivery(projectId, delivery);
+      this.deliveryTables.putWholeRecord(projectId, delivery);
       return event;
     }));
     if (this.replicator) await Promise.all([this.replicator.event(projectId, event), this.replicator.delivery(projectId, delivery)]);
@@ -262,48 +329,55 @@ export class HooklineStore {
         this.events.put([projectId, restored.record.id], restored.record);
       } else {
         const previous = this.deliveries.get([projectId, restored.record.id]);
-        if (previous && previous.transitions.length > restored.record.transitions.length) return;
+        if (previous && previous.transitionCount > restored.record.transitions.length) return;
         if (previous) this.deliveriesByStatus.remove([projectId, previous.status, previous.id]);
-        this.putNewDelivery(projectId, restored.record);
+        this.deliveryTables.putWholeRecord(projectId, restored.record);
       }
     }));
-  }
-
-  private putNewDelivery(projectId: string, delivery: DeliveryRecord): void {
-    this.deliveries.put([projectId, delivery.id], delivery);
-    this.deliveriesByStatus.put([projectId, delivery.status, delivery.id], true);
   }
 
   /**
-   * Applies one machine step (and the attempt it recorded, if any) to the stored delivery. Resolves
-   * with the record as this step left it (later steps may already be queued behind it).
+   * Stores machine steps of one delivery, in order, in one commit: each step's transitions and
+   * attempt under their log indexes, the head as the last step left it, and the status index moved
+   * from `storedStatus` (the status LMDB holds before them). Nothing is read: steps written again
+   * after a commit that was never confirmed land on the same keys, so none is logged twice; `again`
+   * says that they are such steps, whose earlier commit may have left the index at any of their statuses.
+   * A failed or unconfirmed commit rejects (with the cause, `code` `ENOSPC` when the disk is full),
+   * and the caller writes the same steps again. Not replicated: the caller replicates with
+   * `replicateDelivery` once the commit is done, so a replication failure is never taken for a
+   * commit to redo.
    */
-  async applyDeliveryChange(projectId: string, deliveryId: string, change: DeliveryChange): Promise<DeliveryRecord | undefined> {
-    const record = await this.applyDeliveryChangeLocally(projectId, deliveryId, change);
-    if (record && this.replicator) await this.replicator.delivery(projectId, record);
-    return record;
+  async applyDeliveryChanges(projectId: string, identity: DeliveryIdentity, storedStatus: DeliveryStatus, changes: readonly DeliveryChange[], again = false): Promise<void> {
+    if (changes.length === 0) return;
+    const commit = observed(this.root.batch(() => this.deliveryTables.putSteps(projectId, identity, storedStatus, changes, again)));
+    let timer!: TimerEntry;
+    const unconfirmed = new Promise<never>((_, reject) => {
+      timer = this.deliveryCommitConfirm.add(() => reject(new Error(`LMDB commit not confirmed within ${DELIVERY_COMMIT_CONFIRM_MS} ms`)));
+    });
+    try {
+      await Promise.race([commit, unconfirmed]);
+    } catch (error) {
+      throw await commitFailureCause(error, this.path);
+    } finally {
+      this.deliveryCommitConfirm.cancel(timer);
+    }
   }
 
-  private applyDeliveryChangeLocally(projectId: string, deliveryId: string, change: DeliveryChange): Promise<DeliveryRecord | undefined> {
-    return observed(this.root.transaction(() => {
-      const key: ProjectKey = [projectId, deliveryId];
-      const record = this.deliveries.get(key);
-      if (!record) return undefined;
-      if (record.status !== change.status) {
-        this.deliveriesByStatus.remove([projectId, record.status, deliveryId]);
-        this.deliveriesByStatus.put([projectId, change.status, deliveryId], true);
-      }
-      record.status = change.status;
-      record.attempts = change.attempts;
-      record.roundAttempts = change.roundAttempts;
-      record.roundSize = change.roundSize;
-      record.nextAttemptAt = change.nextAttemptAt;
-      record.updatedAt = change.updatedAt;
-      record.transitions.push(...change.transitions);
-      if (change.attempt) record.attemptLog.push(change.attempt);
-      this.deliveries.put(key, record);
-      return record;
-    }));
+  /** Sends a committed delivery record to the replicator (cluster); a no-op on a single node. */
+  async replicateDelivery(projectId: string, record: DeliveryRecord): Promise<void> {
+    await this.replicator?.delivery(projectId, record);
+  }
+
+  /** Sends a delivery's steps to the replicator (cluster); a no-op on a single node. */
+  async replicateSteps(projectId: string, deliveryId: string, changes: readonly DeliveryChange[]): Promise<void> {
+    await this.replicator?.deliverySteps(projectId, deliveryId, changes);
+  }
+
+  /** The deliveries of one project in one status with their schedules, read from the status index alone (a restart). */
+  *deliverySchedules(projectId: string, status: DeliveryStatus): Generator<{ id: string; schedule: DeliverySchedule }> {
+    for (const { key, value } of this.deliveriesByStatus.getRange({ start: [projectId, status, ''], end: [projectId, status, '\uffff'] })) {
+      yield { id: key[2], schedule: value };
+    }
   }
 
   /** Delivery ids of one project in one status, newest first, optionally within [fromId, toId). */
@@ -376,10 +450,8 @@ export class HooklineStore {
     if (doomed.length === 0) return 0;
     await observed(this.root.transaction(() => {
       for (const id of doomed) {
-        const record = this.deliveries.get([projectId, id]);
-        if (!record) continue;
-        this.deliveriesByStatus.remove([projectId, record.status, id]);
-        this.deliveries.remove([projectId, id]);
+        const head = this.deliveries.get([projectId, id]);
+        if (head) this.deliveryTables.remove(projectId, head);
       }
     }));
     return doomed.length;

@@ -1,14 +1,17 @@
 import { HooklineError } from '../errors.js';
 import type { IngestResult } from '../actors/project-actor.js';
 import type { EventInput } from './event-input.js';
-import type { EventSink, InboundTransport } from './types.js';
+import type { BatchEventSink, InboundTransport } from './types.js';
+
+const notTakingEvents = () => new HooklineError('HOOKLINE_ERR_SHUTTING_DOWN', 'this node is not taking events (starting or draining); send again shortly');
 
 /** The in-process transport: the HTTP layer submits events straight to the engine. */
 export class EmbeddedTransport implements InboundTransport {
   readonly name = 'embedded';
-  private sink: EventSink | null = null;
+  private sink: BatchEventSink | null = null;
 
-  async start(sink: EventSink): Promise<void> {
+  /** Started by the engine, which takes batches as well as single events. */
+  async start(sink: BatchEventSink): Promise<void> {
     this.sink = sink;
   }
 
@@ -17,7 +20,12 @@ export class EmbeddedTransport implements InboundTransport {
   }
 
   submit(projectId: string, input: EventInput): Promise<IngestResult> {
-    if (!this.sink) return Promise.reject(new HooklineError('HOOKLINE_ERR_SHUTTING_DOWN', 'this node is not taking events (starting or draining); send again shortly'));
+    if (!this.sink) return Promise.reject(notTakingEvents());
     return this.sink.ingest(projectId, input);
+  }
+
+  submitBatch(projectId: string, inputs: readonly EventInput[]): Promise<Array<PromiseSettledResult<IngestResult>>> {
+    if (!this.sink) return Promise.reject(notTakingEvents());
+    return this.sink.ingestBatch(projectId, inputs);
   }
 }

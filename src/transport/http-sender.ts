@@ -5,9 +5,11 @@
  * does not follow them unless a redirect interceptor is installed, and none is).
  */
 import { lookup as dnsLookup } from 'node:dns';
+import { EventEmitter } from 'node:events';
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import { isIP } from 'node:net';
 import { Pool } from 'undici';
+import { FixedDelayTimers } from '../fixed-delay-timers.js';
 
 /** Stable class of a failed attempt. */
 export type AttemptErrorCode =
@@ -97,6 +99,8 @@ export class HttpSender {
   readonly #options: Required<Omit<HttpSenderOptions, 'isBlockedAddress'>>;
   readonly #isBlockedAddress: ((address: string) => boolean) | undefined;
   readonly #pools = new Map<string, Pool>();
+  /** Every exchange's timeout, on one timer (they all last `timeoutMs`). */
+  readonly #deadlines: FixedDelayTimers;
   #closed = false;
 
   constructor(options: HttpSenderOptions) {
@@ -110,6 +114,7 @@ export class HttpSender {
       keepAliveTimeoutMs: options.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
     };
     this.#isBlockedAddress = options.isBlockedAddress;
+    this.#deadlines = new FixedDelayTimers(options.timeoutMs);
   }
 
   async send(request: SendRequest): Promise<AttemptOutcome> {
@@ -137,14 +142,14 @@ export class HttpSender {
       return failure(elapsed(), 'aborted', 'aborted');
     }
 
-    // One controller for both the caller's signal and our timer, so a single abort path tears
+    // One signal for both the caller's signal and our timeout, so a single abort path tears
     // down the request at whatever stage it is in, the body read included.
-    const controller = new AbortController();
+    const controller = new AttemptAbort();
     let timedOut = false;
-    const timer = setTimeout(() => {
+    const timer = this.#deadlines.add(() => {
       timedOut = true;
       controller.abort(new Error(`timeout after ${timeoutMs} ms`));
-    }, timeoutMs);
+    });
     const onCallerAbort = (): void => controller.abort(request.signal?.reason);
     request.signal?.addEventListener('abort', onCallerAbort, { once: true });
 
@@ -155,7 +160,7 @@ export class HttpSender {
         path: `${target.pathname}${target.search}`,
         headers: buildHeaders(request.headers),
         body: request.body,
-        signal: controller.signal,
+        signal: controller,
       });
       statusCode = response.statusCode;
       const responseBody = await readPrefix(response.body, this.#options.maxResponseBytes);
@@ -186,7 +191,7 @@ export class HttpSender {
       const [errorCode, reason] = classifyError(error);
       return failure(elapsed(), errorCode, `${reason}${during}`);
     } finally {
-      clearTimeout(timer);
+      this.#deadlines.cancel(timer);
       request.signal?.removeEventListener('abort', onCallerAbort);
     }
   }
@@ -214,6 +219,22 @@ export class HttpSender {
       this.#pools.set(origin, pool);
     }
     return pool;
+  }
+}
+
+/**
+ * An exchange's abort signal in the other form undici takes, an EventEmitter with `aborted` and
+ * `reason`: an AbortController per request (an EventTarget, its listeners) cost more CPU.
+ */
+class AttemptAbort extends EventEmitter {
+  aborted = false;
+  reason: unknown = undefined;
+
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.emit('abort');
   }
 }
 

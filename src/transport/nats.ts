@@ -1,22 +1,39 @@
-import { AckPolicy, DeliverPolicy, StorageType, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, StorageType, jetstream } from '@nats-io/jetstream';
 import type { ConsumerMessages, JsMsg } from '@nats-io/jetstream';
-import { connect, nanos } from '@nats-io/transport-node';
+import { nanos } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../actors/project-actor.js';
 import { HooklineError, isHooklineError } from '../errors.js';
 import { eventInputSchema } from './event-input.js';
+import type { EventInput } from './event-input.js';
+import type { NatsAccess } from './nats-access.js';
+import { connectNats } from './nats-connection.js';
+import { natsStartError } from './nats-start-error.js';
+import { ensureConsumer, ensureStream, reachJetStream } from './nats-streams.js';
 import type { EventSink, InboundTransport, Rejection } from './types.js';
+import type { EventVerdict } from './verdict.js';
+import { encodeVerdict, verdictSubject, verdictSubjectPrefix } from './verdict.js';
 
 export interface NatsTransportOptions {
   /** NATS server URL(s), e.g. `nats://127.0.0.1:4222`. */
   servers: string | string[];
+  /** Authentication and TLS (src/transport/nats-access.ts). @default none: an open server */
+  access?: Omit<NatsAccess, 'natsUrl'>;
+  /** Replicas of the stream when this transport creates it; an existing one with another count fails the start. @default 1 */
+  replicas?: number;
+  /**
+   * An open connection to consume on instead of one of its own (a cluster node shares its own
+   * across its partitions' consumers); it stays open when the transport stops.
+   * @default a connection of its own to `servers`
+   */
+  connection?: NatsConnection;
   /** JetStream stream holding inbound events. @default "HOOKLINE_EVENTS" */
   stream?: string;
   /** Events for project P are published on `<subjectPrefix>.P`. @default "hookline.events" */
   subjectPrefix?: string;
   /** Durable pull consumer name, shared by every node that consumes the stream. @default "hookline" */
   durable?: string;
-  /** Messages pulled per request, and the size of the local buffer. @default 256 */
+  /** Messages pulled per request, and the size of the local buffer. @default 512 */
   batch?: number;
   /** Unacknowledged messages the server lets this consumer hold at most (flow control). @default 2048 */
   maxAckPending?: number;
@@ -32,11 +49,31 @@ export interface NatsTransportOptions {
   duplicateWindowMs?: number;
   /** Where consumer interruptions and recoveries are reported. @default none */
   logger?: Pick<Logger, 'info' | 'warn'>;
+  /**
+   * Verdicts on events go to `<verdictPrefix>.<event id>` (src/transport/verdict.ts); a cluster node,
+   * whose subjectPrefix carries the partition, passes the one of the cluster's prefix.
+   * @default verdictSubjectPrefix(subjectPrefix)
+   */
+  verdictPrefix?: string;
 }
 
 /** Bytes of a rejected payload kept for diagnosis. */
 const REJECTED_PAYLOAD_BYTES = 1024;
 const textDecoder = new TextDecoder();
+
+/** What one message asks of the sink, decided from the message alone. */
+type Decision =
+  | { kind: 'ingest'; message: JsMsg; projectId: string; eventId: string | undefined; input: EventInput }
+  | { kind: 'reject'; message: JsMsg; eventId: string | undefined; rejection: Rejection };
+
+/** A message whose rejection is being recorded: terminated once it is, nak'ed if it cannot be. */
+interface Rejecting {
+  message: JsMsg;
+  eventId: string | undefined;
+  rejection: Rejection;
+  /** Whether the rejection reached the log; never rejects, since it is awaited only after the ingests. */
+  recorded: Promise<boolean>;
+}
 
 /**
  * Inbound events from NATS JetStream, at least once. A message is acked only after its event (and
@@ -45,6 +82,11 @@ const textDecoder = new TextDecoder();
  * terminated; a transient failure is nak'ed with a delay so JetStream redelivers it. Redeliveries are
  * harmless: the event id (body `id`, else `Nats-Msg-Id`, else one derived from the stream sequence
  * and store time) de-duplicates them.
+ *
+ * Messages are taken in batches: those that arrive in one turn of the event loop (a pull brings up
+ * to `batch` at once) are validated together and handed to the sink together, so the store commits
+ * them in one LMDB transaction (one fsync); each is then acked, terminated or nak'ed on its own
+ * outcome once the batch has settled.
  */
 export class NatsTransport implements InboundTransport {
   readonly name = 'nats';
@@ -56,6 +98,9 @@ export class NatsTransport implements InboundTransport {
   private loop: Promise<void> | null = null;
   private stopping = false;
   private wake: () => void = () => {};
+  /** Messages received this turn, not yet handed to the sink. */
+  private arrived: JsMsg[] = [];
+  private sink: EventSink | null = null;
   private readonly inflight = new Set<Promise<void>>();
 
   constructor(private readonly options: NatsTransportOptions) {
@@ -64,22 +109,51 @@ export class NatsTransport implements InboundTransport {
     this.durable = options.durable ?? 'hookline';
   }
 
+  /**
+   * Connects and makes sure the stream and the durable consumer exist. A node calls it before it
+   * opens its data directory, so that a wrong HOOKLINE_NATS_URL fails the start at once and
+   * touches nothing; `start` calls it when nobody did.
+   * @throws {HooklineError} `HOOKLINE_ERR_NATS_UNAVAILABLE` naming HOOKLINE_NATS_URL and what to check
+   */
+  async connect(): Promise<void> {
+    if (this.connection) return;
+    const shared = this.options.connection;
+    let connection: NatsConnection | null = shared ?? null;
+    try {
+      // noAsyncTraces: otherwise every request (each pull) builds two errors with a stack trace, in
+      // case it fails; in a cluster node's profile that was a tenth of its CPU.
+      connection ??= await connectNats(this.access(), { name: 'hookline', noAsyncTraces: true, ...(this.options.logger ? { logger: this.options.logger } : {}) });
+      await this.ensureStreamAndConsumer(connection);
+    } catch (error) {
+      if (!shared) await connection?.close().catch(() => {});
+      throw natsStartError(this.access(), error);
+    }
+    this.connection = connection;
+  }
+
+  private access(): NatsAccess {
+    const servers = this.options.servers;
+    return { ...this.options.access, natsUrl: typeof servers === 'string' ? servers : servers.join(',') };
+  }
+
   async start(sink: EventSink): Promise<void> {
+    await this.connect();
+    const connection = this.connection!;
+    this.sink = sink;
     let messages: ConsumerMessages;
     try {
-      this.connection = await connect({ servers: this.options.servers, name: 'hookline', reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
-      messages = await this.consume(this.connection);
+      messages = await this.consume(connection);
     } catch (error) {
-      await this.connection?.close().catch(() => {});
-      throw new HooklineError('HOOKLINE_ERR_NATS_UNAVAILABLE', `could not consume JetStream stream ${this.stream} at ${String(this.options.servers)}: ${(error as Error).message}; start NATS with -js or unset HOOKLINE_NATS_URL`, { cause: error });
+      if (!this.options.connection) await connection.close().catch(() => {});
+      throw natsStartError(this.access(), error);
     }
-    this.loop = this.consumeLoop(sink, this.connection, messages);
+    this.loop = this.consumeLoop(connection, messages);
   }
 
   /**
    * Flow control: the client pulls `batch` messages at a time and asks for more as they arrive, so
    * the bound on work in flight is the server's: it sends no more than `max_ack_pending` unacked
-   * messages. Every message handed to `handle` stays unacked until its LMDB commit, hence at most
+   * messages. Every message handed to the sink stays unacked until its LMDB commit, hence at most
    * `max_ack_pending` ingests (and their promises) are in flight, however deep the stream is
    * (test/integration/nats-transport.test.ts bursts 5,000 messages at a stalled sink: 2,048 held).
    * `abort_on_missing_resource` makes the iterator end, instead of polling for 15-45 s at a time,
@@ -89,12 +163,12 @@ export class NatsTransport implements InboundTransport {
   private async consume(connection: NatsConnection): Promise<ConsumerMessages> {
     await this.ensureStreamAndConsumer(connection);
     const consumer = await jetstream(connection).consumers.get(this.stream, this.durable);
-    this.messages = await consumer.consume({ max_messages: this.options.batch ?? 256, abort_on_missing_resource: true });
+    this.messages = await consumer.consume({ max_messages: this.options.batch ?? 512, abort_on_missing_resource: true });
     return this.messages;
   }
 
-  /** Hands every message to `handle` and, until `stop()`, consumes again whenever the iterator ends. */
-  private async consumeLoop(sink: EventSink, connection: NatsConnection, first: ConsumerMessages): Promise<void> {
+  /** Collects every message into the turn's batch and, until `stop()`, consumes again whenever the iterator ends. */
+  private async consumeLoop(connection: NatsConnection, first: ConsumerMessages): Promise<void> {
     let messages: ConsumerMessages | null = first;
     let failures = 0;
     while (!this.stopping) {
@@ -116,8 +190,8 @@ export class NatsTransport implements InboundTransport {
       }
       try {
         for await (const message of messages) {
-          const handled = this.handle(sink, message).finally(() => this.inflight.delete(handled));
-          this.inflight.add(handled);
+          // The batch is handed over after this turn's I/O: every message of the pull read so far joins it.
+          if (this.arrived.push(message) === 1) setImmediate(() => this.handOver());
         }
       } catch (error) {
         if (!this.stopping) this.options.logger?.warn({ err: error, stream: this.stream, durable: this.durable }, 'JetStream consumer stopped; consuming again');
@@ -126,6 +200,15 @@ export class NatsTransport implements InboundTransport {
       if (connection.isClosed()) return;
       await this.pause(250);
     }
+  }
+
+  /** Hands the messages collected so far to the sink as one batch. */
+  private handOver(): void {
+    if (this.arrived.length === 0 || !this.sink) return;
+    const batch = this.arrived;
+    this.arrived = [];
+    const handled = this.handleBatch(this.sink, batch).finally(() => this.inflight.delete(handled));
+    this.inflight.add(handled);
   }
 
   private pause(ms: number): Promise<void> {
@@ -139,32 +222,60 @@ export class NatsTransport implements InboundTransport {
   }
 
   private async ensureStreamAndConsumer(connection: NatsConnection): Promise<void> {
-    const manager = await jetstreamManager(connection);
+    const manager = await reachJetStream(connection);
     const filter = `${this.subjectPrefix}.>`;
     const subjects = this.options.streamSubjects ?? [filter];
-    try {
-      await manager.streams.info(this.stream);
-    } catch {
-      await manager.streams.add({ name: this.stream, subjects, storage: StorageType.File, duplicate_window: nanos(this.options.duplicateWindowMs ?? 120_000) });
-    }
-    try {
-      await manager.consumers.info(this.stream, this.durable);
-    } catch {
-      await manager.consumers.add(this.stream, {
-        durable_name: this.durable,
-        ack_policy: AckPolicy.Explicit,
-        deliver_policy: DeliverPolicy.All,
-        filter_subject: filter,
-        max_ack_pending: this.options.maxAckPending ?? 2048,
-        ack_wait: nanos(30_000),
-      });
-    }
+    await ensureStream(manager, { name: this.stream, subjects, storage: StorageType.File, duplicate_window: nanos(this.options.duplicateWindowMs ?? 120_000), num_replicas: this.options.replicas ?? 1 });
+    await ensureConsumer(manager, this.stream, {
+      durable_name: this.durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      filter_subject: filter,
+      max_ack_pending: this.options.maxAckPending ?? 2048,
+      ack_wait: nanos(30_000),
+    });
   }
 
-  private async handle(sink: EventSink, message: JsMsg): Promise<void> {
+  /**
+   * Every ingest and every rejection record of the batch is started in this one turn (one LMDB
+   * commit for all of them), then each message is settled on its own outcome. A permanent ingest
+   * failure is recorded as a rejection in a second round, together with the batch's others.
+   */
+  private async handleBatch(sink: EventSink, batch: JsMsg[]): Promise<void> {
+    const decisions = batch.map((message) => this.decide(message));
+    const ingesting = decisions.filter((decision) => decision.kind === 'ingest');
+    const rejecting: Rejecting[] = [];
+    for (const decision of decisions) if (decision.kind === 'reject') rejecting.push(this.record(sink, decision));
+    const ingested = await Promise.allSettled(ingesting.map((decision) => settled(() => sink.ingest(decision.projectId, decision.input))));
+    const refused: Rejecting[] = [];
+    ingested.forEach((outcome, index) => {
+      const { message, projectId, eventId } = ingesting[index]!;
+      if (outcome.status === 'fulfilled') {
+        const { answer, duplicate } = outcome.value;
+        message.ack();
+        this.sendVerdict({ verdict: 'accepted', id: answer.id, projectId, deliveryId: answer.deliveryId, duplicate });
+        return;
+      }
+      const error = outcome.reason;
+      if (isHooklineError(error) && !error.retryable) {
+        refused.push(this.record(sink, { kind: 'reject', message, eventId, rejection: this.rejection(message, projectId, { reason: error.apiCode, message: error.message, details: error.details }) }));
+        return;
+      }
+      const retryAfterMs = isHooklineError(error) && error.retryAfterSeconds !== undefined ? error.retryAfterSeconds * 1000 : 0;
+      message.nak(Math.max(this.options.nakDelayMs ?? 1000, retryAfterMs));
+    });
+    const rejections = [...rejecting, ...refused];
+    const recorded = await Promise.all(rejections.map((rejecting) => rejecting.recorded));
+    recorded.forEach((stored, index) => this.settleRejection(rejections[index]!, stored));
+  }
+
+  /** Validation of one message, without I/O: the event to ingest, or why it can never be taken. */
+  private decide(message: JsMsg): Decision {
     const projectId = message.subject.slice(this.subjectPrefix.length + 1);
-    const source = `nats:${message.subject}#${message.seq}`;
-    const reject = (rejection: Omit<Rejection, 'projectId' | 'source' | 'payload'>) => this.reject(sink, message, { ...rejection, projectId, source, payload: textDecoder.decode(message.data.subarray(0, REJECTED_PAYLOAD_BYTES)) });
+    const headerId = message.headers?.get('Nats-Msg-Id') || undefined;
+    // Whom the verdict is about: the header's id, until the body names the event's own.
+    let eventId = headerId;
+    const reject = (rejection: Omit<Rejection, 'projectId' | 'source' | 'payload'>): Decision => ({ kind: 'reject', message, eventId, rejection: this.rejection(message, projectId, rejection) });
 
     let payload: unknown;
     try {
@@ -172,7 +283,6 @@ export class NatsTransport implements InboundTransport {
     } catch {
       return reject({ reason: 'invalid_json', message: 'the message body is not valid JSON', details: [] });
     }
-    const headerId = message.headers?.get('Nats-Msg-Id') || undefined;
     if (payload !== null && typeof payload === 'object' && !Array.isArray(payload)) {
       const body = payload as Record<string, unknown>;
       if (body.id !== undefined && headerId !== undefined && body.id !== headerId) {
@@ -182,31 +292,44 @@ export class NatsTransport implements InboundTransport {
       // store time joins the sequence because a re-created stream numbers from 1 again, and a new
       // event with an old event's id and body would be taken for a repeat and never delivered.
       body.id ??= headerId ?? `evt_js${message.seq}_${message.timestampNanos}`;
+      if (typeof body.id === 'string') eventId = body.id;
     }
     const parsed = eventInputSchema.safeParse(payload);
     if (!parsed.success) {
       const details = parsed.error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message }));
       return reject({ reason: 'validation_failed', message: details.map((d) => `${d.path}: ${d.message}`).join('; '), details });
     }
-    try {
-      await sink.ingest(projectId, parsed.data);
-      message.ack();
-    } catch (error) {
-      if (isHooklineError(error) && !error.retryable) return reject({ reason: error.apiCode, message: error.message, details: error.details });
-      const retryAfterMs = isHooklineError(error) && error.retryAfterSeconds !== undefined ? error.retryAfterSeconds * 1000 : 0;
-      message.nak(Math.max(this.options.nakDelayMs ?? 1000, retryAfterMs));
-    }
+    return { kind: 'ingest', message, projectId, eventId, input: parsed.data };
   }
 
-  /** Record first, then terminate: a message is never dropped without a trace. */
-  private async reject(sink: EventSink, message: JsMsg, rejection: Rejection): Promise<void> {
-    try {
-      await sink.reject(rejection);
-      // A bare +TERM: servers before 2.10.4 ignore "+TERM <reason>" and would redeliver the message
-      // after ack_wait, forever. The reason is in our rejected-events log.
-      message.term();
-    } catch {
+  private rejection(message: JsMsg, projectId: string, rejection: Omit<Rejection, 'projectId' | 'source' | 'payload'>): Rejection {
+    return { ...rejection, projectId, source: `nats:${message.subject}#${message.seq}`, payload: textDecoder.decode(message.data.subarray(0, REJECTED_PAYLOAD_BYTES)) };
+  }
+
+  /** Record first, then terminate (`settleRejection`): a message is never dropped without a trace. */
+  private record(sink: EventSink, decision: Extract<Decision, { kind: 'reject' }>): Rejecting {
+    return { message: decision.message, eventId: decision.eventId, rejection: decision.rejection, recorded: settled(() => sink.reject(decision.rejection)).then(() => true, () => false) };
+  }
+
+  private settleRejection({ message, eventId, rejection }: Rejecting, recorded: boolean): void {
+    if (!recorded) {
       message.nak(this.options.nakDelayMs ?? 1000);
+      return;
+    }
+    // A bare +TERM: servers before 2.10.4 ignore "+TERM <reason>" and would redeliver the message
+    // after ack_wait, forever. The reason is in our rejected-events log.
+    message.term();
+    if (eventId !== undefined) this.sendVerdict({ verdict: 'rejected', id: eventId, projectId: rejection.projectId, reason: rejection.reason, message: rejection.message });
+  }
+
+  /** Best effort, after the outcome is final: a verdict nobody hears, or one lost, changes nothing. */
+  private sendVerdict(verdict: EventVerdict): void {
+    const subject = verdictSubject(this.options.verdictPrefix ?? verdictSubjectPrefix(this.subjectPrefix), verdict.id);
+    if (subject === null || !this.connection || this.connection.isClosed()) return;
+    try {
+      this.connection.publish(subject, encodeVerdict(verdict));
+    } catch {
+      // a connection closing under us: the producer reports that no verdict came
     }
   }
 
@@ -215,8 +338,20 @@ export class NatsTransport implements InboundTransport {
     this.wake();
     this.messages?.stop();
     await this.loop?.catch(() => {});
+    // Messages that arrived before the iterator ended still go to the sink (a draining engine
+    // refuses them: nak'ed, redelivered to whoever consumes next).
+    this.handOver();
     await Promise.allSettled([...this.inflight]);
-    await this.connection?.drain().catch(() => this.connection?.close());
+    if (!this.options.connection) await this.connection?.drain().catch(() => this.connection?.close());
     this.connection = null;
+  }
+}
+
+/** The promise `start` returns, or its synchronous throw as a rejection: one failure never breaks a batch. */
+function settled<T>(start: () => Promise<T>): Promise<T> {
+  try {
+    return start();
+  } catch (error) {
+    return Promise.reject(error);
   }
 }

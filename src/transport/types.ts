@@ -15,6 +15,17 @@ export interface EventSink {
   reject(rejection: Rejection): Promise<void>;
 }
 
+/** A sink that also takes events in batches (the engine; `POST /v1/events/batch` needs one). */
+export interface BatchEventSink extends EventSink {
+  /**
+   * Stores several events of one project in one commit, each de-duplicated as `ingest` would
+   * (copies of one id within the batch too), and resolves once that commit is durable with each
+   * event's outcome in order. Rejects, storing nothing, when the sink takes no events at all now
+   * (shutting down, overloaded, storage full, unknown project).
+   */
+  ingestBatch(projectId: string, inputs: readonly EventInput[]): Promise<Array<PromiseSettledResult<IngestResult>>>;
+}
+
 /**
  * A source of events: the embedded transport (HTTP `POST /v1/events`) or NATS JetStream. The engine
  * starts and stops transports without knowing which it has.

@@ -3,7 +3,8 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync } from 'node
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, onTestFinished } from 'vitest';
 
 /** Helpers for the dashboard's end-to-end tests: the built UI, Debian's Chromium, screenshots. */
 
@@ -15,6 +16,10 @@ export const CHROMIUM_PATH = process.env.HOOKLINE_CHROMIUM ?? '/usr/bin/chromium
 
 export const ARTIFACTS_DIR = join(ROOT, 'test-artifacts', 'dashboard');
 const README_SCREENSHOTS_DIR = join(ROOT, 'docs', 'screenshots');
+
+/** The two widths the dashboard is checked at: a laptop, and a phone held upright. */
+export const WIDE = { width: 1280, height: 860 };
+export const NARROW = { width: 390, height: 844 };
 
 function newestMtime(path: string): number {
   const stat = statSync(path);
@@ -38,6 +43,25 @@ export function ensureUiBuilt(): void {
  * `javaScript: false` turns scripting off in the browser's settings, as a user would: unlike
  * Playwright's per-context `javaScriptEnabled: false`, the page then renders its `<noscript>`.
  */
+/**
+ * One Chromium for a whole test file: the UI built if stale and the browser launched before its
+ * tests, closed after them. Call it at the file's top level; the getter gives the browser.
+ */
+export function useChromium(): () => Browser {
+  let browser: Browser | undefined;
+  beforeAll(async () => {
+    ensureUiBuilt();
+    browser = await launchChromium();
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+  });
+  return () => {
+    if (!browser) throw new Error('useChromium: the browser is launched in beforeAll; use it inside a test');
+    return browser;
+  };
+}
+
 export async function launchChromium(options: { javaScript?: boolean } = {}): Promise<Browser> {
   if (!existsSync(CHROMIUM_PATH)) {
     throw new Error(`no Chromium at ${CHROMIUM_PATH}: install Debian's package (apt-get install -y chromium) or set HOOKLINE_CHROMIUM`);
@@ -89,4 +113,27 @@ export async function waitForStateCount(page: Page, status: string, count: numbe
     [status, String(count)] as const,
     { timeout: timeoutMs },
   );
+}
+
+/** A fresh browser context (its own session storage), closed when the test ends, whose page errors and CSP violations are collected in `problems`. */
+export async function openPage(on: Browser): Promise<{ context: BrowserContext; page: Page; problems: string[]; urls: string[] }> {
+  const context = await on.newContext({ viewport: WIDE, reducedMotion: 'reduce' });
+  onTestFinished(() => context.close());
+  const page = await context.newPage();
+  page.setDefaultTimeout(15_000);
+  const problems: string[] = [];
+  const urls: string[] = [];
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (/Content Security Policy|Uncaught/i.test(message.text())) problems.push(`console: ${message.text()}`);
+  });
+  page.on('request', (request) => urls.push(request.url()));
+  return { context, page, problems, urls };
+}
+
+export async function signIn(page: Page, baseUrl: string, apiKey: string): Promise<void> {
+  await page.goto(`${baseUrl}/`);
+  await page.getByLabel('Project API key').fill(apiKey);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Delivery states' }).waitFor();
 }

@@ -5,8 +5,7 @@
  * HOOKLINE_UPDATE_SCREENSHOTS=1, to docs/screenshots/ for the README).
  */
 import { pino } from 'pino';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { startHookline } from '../../src/app.js';
 import type { Hookline } from '../../src/app.js';
 import { defaultSettings } from '../../src/config/settings.js';
@@ -16,21 +15,9 @@ import { ADMIN_KEY, API_KEY } from '../helpers/hookline.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { makeTempDir } from '../helpers/temp-dir.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { ensureUiBuilt, launchChromium, screenshot, waitForRows, waitForStateCount } from './browser.js';
+import { NARROW, WIDE, launchChromium, openPage, screenshot, signIn, useChromium, waitForRows, waitForStateCount } from './browser.js';
 
-const WIDE = { width: 1280, height: 860 };
-const NARROW = { width: 390, height: 844 };
-
-let browser: Browser;
-
-beforeAll(async () => {
-  ensureUiBuilt();
-  browser = await launchChromium();
-}, 60_000);
-
-afterAll(async () => {
-  await browser?.close();
-});
+const browser = useChromium();
 
 /** A node as the brief's tests run it (3 attempts at 0, 50, 100 ms), logging at info into `logLines`. */
 async function startNode(): Promise<{ node: Hookline; logLines: string[] }> {
@@ -46,35 +33,12 @@ async function startNode(): Promise<{ node: Hookline; logLines: string[] }> {
   return { node, logLines };
 }
 
-/** A fresh browser context (its own session storage) whose page errors and CSP violations fail the test. */
-async function openPage(on: Browser = browser): Promise<{ context: BrowserContext; page: Page; problems: string[]; urls: string[] }> {
-  const context = await on.newContext({ viewport: WIDE, reducedMotion: 'reduce' });
-  onTestFinished(() => context.close());
-  const page = await context.newPage();
-  page.setDefaultTimeout(15_000);
-  const problems: string[] = [];
-  const urls: string[] = [];
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-  page.on('console', (message) => {
-    if (/Content Security Policy|Uncaught/i.test(message.text())) problems.push(`console: ${message.text()}`);
-  });
-  page.on('request', (request) => urls.push(request.url()));
-  return { context, page, problems, urls };
-}
-
-async function signIn(page: Page, baseUrl: string, apiKey: string): Promise<void> {
-  await page.goto(`${baseUrl}/`);
-  await page.getByLabel('Project API key').fill(apiKey);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { level: 1, name: 'Delivery states' }).waitFor();
-}
-
 describe('dashboard (headless Chromium)', () => {
   it('signs in, configures the webhook, watches failures reach dead letters, recovers them from the page and sees the diagram counts move', { timeout: 120_000 }, async () => {
     const { node, logLines } = await startNode();
     let receiverUp = false;
     const receiver = await startReceiver({ respond: () => (receiverUp ? { status: 204 } : { status: 500, body: '{"error":"receiver is down for maintenance"}' }) });
-    const { page, problems, urls } = await openPage();
+    const { page, problems, urls } = await openPage(browser());
 
     // Sign in: a wrong key is refused with a clear message; the right one, typed and submitted by keyboard, opens the dashboard.
     await page.goto(`${node.url}/`);
@@ -175,9 +139,9 @@ describe('dashboard (headless Chromium)', () => {
     expect(receiver.received.filter((delivery) => delivery.verified).length).toBeGreaterThanOrEqual(5);
     await screenshot(page, 'states');
 
-    // Replay an event: a new delivery of it, linked from the result, listed with the first.
+    // Replay an event picked from the recent events: a new delivery of it, linked from the result, listed with the first.
     await page.getByRole('link', { name: 'Replay' }).click();
-    await page.getByLabel('Event id').fill(sent[0]!.id);
+    await page.getByRole('region', { name: 'Recent events' }).getByRole('radio', { name: sent[0]!.id }).check();
     await page.getByRole('button', { name: 'Replay event' }).click();
     const replayed = page.getByRole('status').filter({ hasText: 'Replayed evt_dash_1 as a new delivery' });
     await replayed.waitFor();
@@ -186,7 +150,7 @@ describe('dashboard (headless Chromium)', () => {
     expect(replayId).not.toBe(deliveryIds[0]);
     await waitForRows(page, 2);
     await waitFor(async () => (await client.getDelivery(replayId)).status === 'succeeded', { message: 'the replay to succeed' });
-    await page.getByRole('button', { name: 'Refresh' }).click();
+    await page.getByRole('region', { name: `Deliveries of ${sent[0]!.id}` }).getByRole('button', { name: 'Refresh' }).click();
     await page.locator(`tr[data-delivery-id="${replayId}"][data-status="succeeded"]`).waitFor();
     await screenshot(page, 'replay');
 
@@ -238,7 +202,7 @@ describe('dashboard (headless Chromium)', () => {
     }
 
     // Signed in as the other project: its one delivery, its counts, and none of project A's.
-    const { page, problems } = await openPage();
+    const { page, problems } = await openPage(browser());
     await signIn(page, node.url, other.apiKey);
     await waitForStateCount(page, 'succeeded', 1);
     await page.getByRole('link', { name: 'Delivery log' }).click();

@@ -1,7 +1,7 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureBuilt as ensureDistBuilt } from '../../scripts/build.mjs';
 import { waitFor } from './wait-for.js';
 
 /** A Hookline node run as a child process (`node dist/cli/main.js serve`), for crash and signal tests. */
@@ -9,39 +9,13 @@ import { waitFor } from './wait-for.js';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ENTRY = join(ROOT, 'dist', 'cli', 'main.js');
 
-function newestMtime(directory: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(directory, { withFileTypes: true })) {
-    const path = join(directory, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
-  }
-  return newest;
-}
-
-/** tsc's exit status when it reported type errors but still wrote every output. */
-const TSC_ERRORS_OUTPUTS_GENERATED = 2;
-
 /**
- * Builds dist/ (`tsc -p tsconfig.build.json`) when it is missing or older than any file in src/.
- * Type errors that still let tsc emit (status 2, e.g. in a file under edit that the server does not
- * load) are reported as a warning; anything else fails the build.
+ * Builds dist/ (scripts/build.mjs, the same build `npm start` runs when dist/ is stale) when it is
+ * missing or older than its sources. Type errors that still let tsc emit (e.g. in a file under edit
+ * that the server does not load) are reported as a warning; anything else fails.
  */
 export function ensureBuilt(): void {
-  let built = 0;
-  try {
-    built = statSync(ENTRY).mtimeMs;
-  } catch {
-    // not built yet
-  }
-  if (built >= newestMtime(join(ROOT, 'src'))) return;
-  const result = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, encoding: 'utf8' });
-  if (result.status === 0) return;
-  const output = `${result.stdout}\n${result.stderr}`.trim();
-  if (result.status === TSC_ERRORS_OUTPUTS_GENERATED) {
-    console.warn(`dist was built, with type errors:\n${output}`);
-    return;
-  }
-  throw new Error(`building dist failed (tsc status ${result.status}):\n${output}`);
+  for (const warning of ensureDistBuilt({ allowTypeErrors: true }).warnings) console.warn(warning);
 }
 
 export interface ChildNode {
@@ -56,6 +30,8 @@ export interface ChildNode {
   waitForLog(msg: RegExp, timeoutMs?: number): Promise<Record<string, unknown>>;
   /** Log records at level error or above (pino level >= 50) so far. */
   errorLogs(): Record<string, unknown>[];
+  /** Everything written to stderr so far (a crash's stack trace lands here, not in the log). */
+  stderr(): string;
 }
 
 function parseLine(line: string): Record<string, unknown> | null {
@@ -118,7 +94,7 @@ export async function startChildNode(dataDir: string, settings: Record<string, s
   try {
     const serving = await waitForLog(/^hookline is serving$/, options.startTimeoutMs);
     const errorLogs = () => lines.map(parseLine).filter((record): record is Record<string, unknown> => record !== null && Number(record.level) >= 50);
-    return { url: String(serving.url), process: child, lines, exited, waitForLog, errorLogs };
+    return { url: String(serving.url), process: child, lines, exited, waitForLog, errorLogs, stderr: () => stderr };
   } catch (error) {
     child.kill('SIGKILL');
     throw error;

@@ -109,6 +109,8 @@ export interface TestClusterOptions {
   settings?: Record<string, string>;
   /** Names the node logs kept in test-artifacts/cluster. @default "cluster" */
   label?: string;
+  /** Another NATS than the shared one: the nodes' HOOKLINE_NATS_* settings, and a client connection like theirs. @default the shared NATS */
+  nats?: { settings: Record<string, string>; connect(): Promise<NatsConnection> };
 }
 
 const ARTIFACTS = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'test-artifacts', 'cluster');
@@ -121,10 +123,10 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
   const leaseMs = options.leaseMs ?? 2_000;
   const nodes = new Map<string, ClusterNodeHandle>();
   const dirs: Array<{ remove(): void }> = [];
-  const nats = await connectNats(SHARED_NATS_URL);
+  const nats = options.nats ? await options.nats.connect() : await connectNats(SHARED_NATS_URL);
 
   const settingsFor = (nodeId: string): Record<string, string> => ({
-    HOOKLINE_NATS_URL: SHARED_NATS_URL,
+    ...(options.nats?.settings ?? { HOOKLINE_NATS_URL: SHARED_NATS_URL }),
     HOOKLINE_NATS_STREAM: names.natsStream,
     HOOKLINE_NATS_SUBJECT_PREFIX: names.natsSubjectPrefix,
     HOOKLINE_NATS_DURABLE: names.natsDurable,
@@ -264,7 +266,11 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     async dispose() {
       await Promise.all(cluster.live().map((node) => node.kill9()));
       mkdirSync(ARTIFACTS, { recursive: true });
-      for (const node of nodes.values()) writeFileSync(join(ARTIFACTS, `${options.label ?? 'cluster'}-${node.nodeId}.log`), `${node.child.lines.join('\n')}\n`);
+      for (const node of nodes.values()) {
+        const name = `${options.label ?? 'cluster'}-${node.nodeId}`;
+        writeFileSync(join(ARTIFACTS, `${name}.log`), `${node.child.lines.join('\n')}\n`);
+        if (node.child.stderr() !== '') writeFileSync(join(ARTIFACTS, `${name}.stderr.log`), node.child.stderr());
+      }
       await deleteStreams(nats, clusterStreams(names)).catch(() => {});
       await nats.close().catch(() => {});
       for (const dir of dirs) dir.remove();

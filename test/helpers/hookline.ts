@@ -4,6 +4,7 @@ import { defaultSettings, type Settings } from '../../src/config/settings.js';
 import { HooklineClient } from '../../src/sdk/index.js';
 import type { Delivery, DeliveryDetail, DeliveryStatus, EventType } from '../../src/sdk/index.js';
 import type { Receiver } from './receiver.js';
+import { checkAnswer, checkingFetch } from './openapi-check.js';
 import { makeTempDir } from './temp-dir.js';
 import { waitFor } from './wait-for.js';
 
@@ -31,7 +32,9 @@ export interface TestHookline {
   clientFor(apiKey: string): HooklineClient;
   /**
    * A raw HTTP call, for answers the SDK hides (statuses, error bodies, malformed requests).
-   * `body` is JSON-encoded unless it is a string; `key: null` sends no authorization.
+   * `body` is JSON-encoded unless it is a string; `key: null` sends no authorization. Every answer
+   * (and every answer the SDK clients get) is checked against the OpenAPI document: a status, media
+   * type or body it does not describe fails the test.
    */
   api(method: string, path: string, options?: { body?: unknown; key?: string | null; headers?: Record<string, string> }): Promise<ApiAnswer>;
   close(): Promise<void>;
@@ -63,7 +66,8 @@ export async function startTestHookline(overrides: Partial<Settings> = {}): Prom
     dir.remove();
     throw error;
   }
-  const clientFor = (apiKey: string) => new HooklineClient({ baseUrl: node.url, apiKey });
+  const mismatches: string[] = [];
+  const clientFor = (apiKey: string) => new HooklineClient({ baseUrl: node.url, apiKey, fetch: checkingFetch(mismatches) });
   const test: TestHookline = {
     node,
     url: node.url,
@@ -88,6 +92,7 @@ export async function startTestHookline(overrides: Partial<Settings> = {}): Prom
       } catch {
         // not JSON: keep the text
       }
+      checkAnswer({ method, path, status: response.status, contentType: response.headers.get('content-type'), body: parsed });
       return { status: response.status, headers: response.headers, body: parsed };
     },
     async close() {
@@ -99,6 +104,10 @@ export async function startTestHookline(overrides: Partial<Settings> = {}): Prom
     },
   };
   onTestFinished(() => test.close());
+  // An SDK call whose mismatch the test caught as an expected error still fails the test.
+  onTestFinished(() => {
+    if (mismatches.length > 0) throw new Error(`API answers differ from docs/openapi.json:\n${mismatches.join('\n')}`);
+  });
   return test;
 }
 

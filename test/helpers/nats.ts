@@ -10,8 +10,8 @@ import type { ConsumerInfo, JetStreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Settings } from '../../src/config/settings.js';
-import { publishEvent } from '../../src/sdk/index.js';
-import type { PublishEventResult, SendEventInput } from '../../src/sdk/index.js';
+import type { SendEventInput } from '../../src/sdk/index.js';
+import { publishEvent, type PublishEventResult } from '../../src/sdk/nats.js';
 import { makeTempDir } from './temp-dir.js';
 import { waitFor } from './wait-for.js';
 
@@ -75,11 +75,11 @@ export function waitForConsumerDrained(manager: JetStreamManager, names: NatsNam
  * Publishes with the SDK until JetStream acks, retrying every failure (timeouts, no responders,
  * a connection that is reconnecting) until `deadline`. Only an acked publish counts as published.
  */
-export async function publishUntilAcked(connection: NatsConnection, projectId: string, event: SendEventInput & { id: string }, subjectPrefix: string, deadline: number): Promise<PublishEventResult> {
+export async function publishUntilAcked(connection: NatsConnection, projectId: string, event: SendEventInput & { id: string }, subjectPrefix: string, deadline: number, partitions?: number): Promise<PublishEventResult> {
   for (;;) {
     try {
       // A publish sent to a server that then died is never answered: give up on it quickly and resend.
-      return await publishEvent(connection, projectId, event, { subjectPrefix, timeoutMs: 1_000 });
+      return await publishEvent(connection, projectId, event, { subjectPrefix, timeoutMs: 1_000, ...(partitions !== undefined ? { partitions } : {}) });
     } catch (error) {
       if (Date.now() > deadline) throw new Error(`publish of ${event.id} never acked: ${(error as Error).message}`, { cause: error });
       await new Promise<void>((resolve) => setTimeout(resolve, 25));
@@ -129,26 +129,26 @@ export interface OwnNatsServer {
   dispose(): Promise<void>;
 }
 
-export async function startOwnNatsServer(): Promise<OwnNatsServer> {
-  const port = await freePort();
-  const store = makeTempDir('hookline-nats-');
+/** One nats-server child that can be started, killed and started again on the same arguments (port, store). */
+export interface NatsServerProcess {
+  readonly running: boolean;
+  /** Resolves once it logs that it is ready and its client port accepts; rejects if it exits first. */
+  start(): Promise<void>;
+  /** Sends `name`; resolves once the process is gone. */
+  signal(name: NodeJS.Signals): Promise<void>;
+}
+
+export function natsServerProcess(args: string[], label: string, port: number): NatsServerProcess {
   let child: ChildProcess | null = null;
   let output = '';
-  const signal = async (name: NodeJS.Signals) => {
-    const running = child;
-    if (!running) return;
-    const exited = once(running, 'exit');
-    running.kill(name);
-    await exited;
-  };
-  const server: OwnNatsServer = {
-    url: `nats://127.0.0.1:${port}`,
-    port,
-    storeDir: store.path,
+  return {
+    get running() {
+      return child !== null;
+    },
     async start() {
-      if (child) throw new Error('nats-server already running');
+      if (child) throw new Error(`${label} already running`);
       output = '';
-      const started = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', store.path], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const started = spawn('nats-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
       started.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
       started.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
       child = started;
@@ -157,20 +157,39 @@ export async function startOwnNatsServer(): Promise<OwnNatsServer> {
       });
       // Ready once it logs so (JetStream included) and the port accepts; fail fast if it exits.
       const exited = once(started, 'exit').then(() => {
-        throw new Error(`nats-server on ${port} exited: ${output}`);
+        throw new Error(`${label} exited: ${output}`);
       });
       exited.catch(() => {});
       await Promise.race([
         exited,
-        waitFor(async () => child === started && output.includes('Server is ready') && (await accepts(port)), { timeoutMs: 10_000, intervalMs: 20, message: `nats-server on ${port} to be ready` }),
+        waitFor(async () => child === started && output.includes('Server is ready') && (await accepts(port)), { timeoutMs: 20_000, intervalMs: 20, message: `${label} to be ready` }),
       ]);
     },
-    kill9: () => signal('SIGKILL'),
+    async signal(name) {
+      const running = child;
+      if (!running) return;
+      const exited = once(running, 'exit');
+      running.kill(name);
+      await exited;
+    },
+  };
+}
+
+export async function startOwnNatsServer(): Promise<OwnNatsServer> {
+  const port = await freePort();
+  const store = makeTempDir('hookline-nats-');
+  const serverProcess = natsServerProcess(['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', store.path], `nats-server on ${port}`, port);
+  const server: OwnNatsServer = {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    storeDir: store.path,
+    start: () => serverProcess.start(),
+    kill9: () => serverProcess.signal('SIGKILL'),
     clearStore() {
-      if (child) throw new Error('stop nats-server before clearing its store');
+      if (serverProcess.running) throw new Error('stop nats-server before clearing its store');
       for (const entry of readdirSync(store.path)) rmSync(join(store.path, entry), { recursive: true, force: true });
     },
-    stop: () => signal('SIGTERM'),
+    stop: () => serverProcess.signal('SIGTERM'),
     async dispose() {
       await server.kill9();
       store.remove();
@@ -191,10 +210,15 @@ export interface ContinuousPublisher {
 }
 
 /**
- * Publishes `evt_<tag>_<n>` events for `projectId` with `concurrency` publishes in flight, each retried
+ * Publishes `evt_<tag>_<n>` events for `projectId` (or each of several in turn; on a cluster's
+ * subjects when `partitions` is given) with `concurrency` publishes in flight, each retried
  * until acked (so it rides out a server that is down or restarting), until `stop()`.
  */
-export function startContinuousPublisher(connection: NatsConnection, options: { projectId: string; subjectPrefix: string; tag: string; concurrency?: number; deadlineMs?: number }): ContinuousPublisher {
+export function startContinuousPublisher(
+  connection: NatsConnection,
+  options: { projectId: string | string[]; subjectPrefix: string; tag: string; concurrency?: number; deadlineMs?: number; partitions?: number },
+): ContinuousPublisher {
+  const projects = typeof options.projectId === 'string' ? [options.projectId] : options.projectId;
   const acked = new Set<string>();
   const attempted = new Set<string>();
   const deadline = Date.now() + (options.deadlineMs ?? 30_000);
@@ -202,9 +226,10 @@ export function startContinuousPublisher(connection: NatsConnection, options: { 
   let stopped = false;
   const worker = async () => {
     while (!stopped) {
-      const id = `evt_${options.tag}_${next++}`;
+      const n = next++;
+      const id = `evt_${options.tag}_${n}`;
       attempted.add(id);
-      await publishUntilAcked(connection, options.projectId, { id, type: 'service.trigger.event', data: { id } }, options.subjectPrefix, deadline);
+      await publishUntilAcked(connection, projects[n % projects.length]!, { id, type: 'service.trigger.event', data: { id } }, options.subjectPrefix, deadline, options.partitions);
       acked.add(id);
     }
   };

@@ -159,6 +159,6 @@ describe('POST /v1/logs/webhook-deliveries/:id/retry and /redrive', () => {
     const redrive = await hookline.api('POST', '/v1/logs/webhook-deliveries/redrive', { body: { until: future, eventType: 'service.trigger.event' } });
     expect(redrive).toMatchObject({ status: 202, body: { redriven: 1 } });
     await waitForDeliveryStatus(hookline.client, sent.deliveryId!, 'succeeded');
-    expect(await hookline.client.redriveDeadLetters()).toEqual({ redriven: 0 });
+    expect(await hookline.client.redriveDeadLetters()).toEqual({ redriven: 0, wouldRedrive: null });
   });
 });

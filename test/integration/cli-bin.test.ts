@@ -103,7 +103,7 @@ describe('the hookline command', () => {
       child.kill('SIGINT');
     }
     expect(await exited).toBe(0);
-    expect(stderr).toContain('stopped after 1 requests: 1 verified, 0 rejected');
+    expect(stderr).toContain('stopped after 1 request: 1 verified, 0 rejected');
   });
 
   it('replay reads the events of a running node from another process', async () => {

@@ -18,7 +18,7 @@ async function failedOnceThenSucceeded() {
 }
 
 describe('hookline inspect', () => {
-  it('prints the transitions as a timeline beside the machine edges they took, and the path', async () => {
+  it("prints the delivery's path and the machine's edges as two tables, and the path", async () => {
     const { hookline, sent, detail } = await failedOnceThenSucceeded();
     const io = captureIo({ HOOKLINE_URL: hookline.url, HOOKLINE_API_KEY: API_KEY });
     expect(await createInspectCommand(io).run([sent.deliveryId!])).toBe(0);
@@ -26,17 +26,27 @@ describe('hookline inspect', () => {
     expect(out).toContain(`delivery ${sent.deliveryId} of event ${sent.id} (service.trigger.event)`);
     expect(out).toContain('status succeeded after 2 of at most 3 attempts');
     expect(out).toContain('path: [*] → pending → delivering → failed → retrying → delivering → succeeded');
-    const lines = out.split('\n');
-    // Each transition is a row of the timeline; the machine's edges stand beside them.
-    expect(lines.find((line) => line.includes('[*] → pending'))).toMatch(/\+0 ms +\[\*\] → pending +CREATED +1× +\[\*\] → pending$/);
-    expect(out).toMatch(/^\d{2}:\d{2}:\d{2}\.\d{3} +\+\d+ ms +delivering → failed +ATTEMPT_FAILED +attempt 1: HTTP 500 in \d+ ms /m);
-    expect(out).toMatch(/^\d{2}:\d{2}:\d{2}\.\d{3} +\+\d+ ms +failed → retrying +ATTEMPT_FAILED /m);
-    expect(out).toMatch(/^\d{2}:\d{2}:\d{2}\.\d{3} +\+\d+ ms +delivering → succeeded +ATTEMPT_SUCCEEDED +attempt 2: HTTP 204 in \d+ ms /m);
-    // Beside it, every edge of the machine with how often this delivery took it.
-    expect(out).toMatch(/ 1× +pending → delivering {2}START_ATTEMPT$/m);
-    expect(out).toMatch(/ 1× +failed → retrying {2}always \[hasAttemptsLeft\] \/ scheduleRetry$/m);
-    expect(out).toMatch(/ 1× +retrying → delivering {2}START_ATTEMPT$/m);
-    expect(out).toMatch(/ · +dead_lettered → pending {2}REDRIVE \/ startRound$/m);
+    // Two tables, one under the other, each under its own heading and header row.
+    const [, pathTable, edgeTable] = out.split(/\n\n/);
+    const pathRows = pathTable!.split('\n');
+    expect(pathRows[0]).toBe("The delivery's path (6 transitions):");
+    expect(pathRows[1]).toMatch(/^at \(\d{4}-\d{2}-\d{2}\) +since +transition +event +attempt$/);
+    expect(pathRows.slice(2).map((row) => / (\S+ → \S+) /.exec(row)?.[1])).toEqual(['[*] → pending', 'pending → delivering', 'delivering → failed', 'failed → retrying', 'retrying → delivering', 'delivering → succeeded']);
+    expect(pathRows[2]).toMatch(/^\d{2}:\d{2}:\d{2}\.\d{3} +\+0 ms +\[\*\] → pending +CREATED$/);
+    expect(pathTable).toMatch(/^\d{2}:\d{2}:\d{2}\.\d{3} +\+\d+ ms +delivering → failed +ATTEMPT_FAILED +attempt 1: HTTP 500 in \d+ ms$/m);
+    expect(pathTable).toMatch(/^\d{2}:\d{2}:\d{2}\.\d{3} +\+\d+ ms +failed → retrying +ATTEMPT_FAILED$/m);
+    expect(pathTable).toMatch(/^\d{2}:\d{2}:\d{2}\.\d{3} +\+\d+ ms +delivering → succeeded +ATTEMPT_SUCCEEDED +attempt 2: HTTP 204 in \d+ ms$/m);
+    // No edge of the machine in the path's rows, no moment of the delivery in the edges' rows.
+    expect(pathTable).not.toContain('REDRIVE');
+    const edgeRows = edgeTable!.split('\n');
+    expect(edgeRows[0]).toMatch(/^The delivery machine's edges \(\d+ edges\), × how often this delivery took each:$/);
+    expect(edgeRows[1]).toMatch(/^taken +edge +on$/);
+    expect(edgeRows[2]).toMatch(/^1× +\[\*\] → pending +\(created\)$/);
+    expect(edgeTable).toMatch(/^1× +pending → delivering +START_ATTEMPT$/m);
+    expect(edgeTable).toMatch(/^1× +failed → retrying +always \[hasAttemptsLeft\] \/ scheduleRetry$/m);
+    expect(edgeTable).toMatch(/^1× +retrying → delivering +START_ATTEMPT$/m);
+    expect(edgeTable).toMatch(/^· +dead_lettered → pending +REDRIVE \/ startRound$/m);
+    expect(edgeTable).not.toMatch(/\d{2}:\d{2}:\d{2}/);
     expect(out).not.toContain('not in the machine');
     // Every recorded transition is an edge of the machine.
     expect(matchPath(machineGraph('delivery'), detail).every((step) => step.known)).toBe(true);

@@ -1,11 +1,16 @@
+import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { createReceiveCommand } from '../../src/cli/receive.js';
 import { generateSecret, signWebhook } from '../../src/sdk/index.js';
+import { ensureBuilt } from '../helpers/child-node.js';
 import { captureIo, receiverUrl } from '../helpers/cli.js';
 import { ALL_TYPES, startTestHookline, waitForDeliveryStatus } from '../helpers/hookline.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 /** `hookline receive` verifies what a running Hookline delivers, and refuses what it did not sign. */
+
+/** The file `npx hookline` runs. */
+const ENTRY = new URL('../../dist/cli/main.js', import.meta.url).pathname;
 
 describe('hookline receive', () => {
   it('verifies real deliveries from a running Hookline and prints id, type, verdict and body', async () => {
@@ -80,9 +85,22 @@ describe('hookline receive', () => {
     const bad = captureIo();
     expect(await createReceiveCommand(bad).run(['--port', '70000', '--secret', 'nope'])).toBe(2);
     expect(bad.err()).toContain('hookline receive: --port: must be a port, an integer from 0 to 65535 (got "70000")');
-    expect(bad.err()).toContain('hookline receive: --secret: must be "whsec_" followed by base64, as GET /v1/webhook/secret shows it');
-    const none = captureIo();
-    expect(await createReceiveCommand(none).run([])).toBe(2);
-    expect(none.err()).toContain('--secret: is required: --secret whsec_… (or WEBHOOK_SECRET)');
+    expect(bad.err()).toContain('hookline receive: --secret is not a secret: it must be "whsec_" followed by base64; the endpoint\'s secret is shown by curl -s http://127.0.0.1:8080/v1/webhook/secret');
   });
+
+  it('without a secret, or with an empty one, says in one line which setting and how to get it (exit 2, no stack trace)', async () => {
+    ensureBuilt();
+    const curl = `the endpoint's secret is shown by curl -s http://127.0.0.1:8080/v1/webhook/secret -H "authorization: Bearer $HOOKLINE_API_KEY"`;
+    const cases: Array<[string[], Record<string, string>, string]> = [
+      [[], {}, 'no secret: pass --secret whsec_… or set WEBHOOK_SECRET'],
+      [[], { WEBHOOK_SECRET: '' }, 'WEBHOOK_SECRET is empty: it must be the "whsec_…" secret'],
+      [['--secret', ''], { WEBHOOK_SECRET: generateSecret() }, '--secret is empty: it must be the "whsec_…" secret'],
+    ];
+    for (const [args, env, problem] of cases) {
+      const run = spawnSync(process.execPath, [ENTRY, 'receive', '--port', '0', ...args], { env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8', timeout: 20_000 });
+      expect(run.status, run.stderr).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toBe(`hookline receive: ${problem}; ${curl}\n`);
+    }
+  }, 180_000); // a first build of dist/ takes a while on a busy machine
 });

@@ -1,10 +1,9 @@
-import { describe, expect, it, onTestFinished } from 'vitest';
-import { HooklineStore } from '../../src/store/store.js';
+import { describe, expect, it } from 'vitest';
 import type { StoreReplicator } from '../../src/store/store.js';
 import type { DeliveryRecord, EventRecord, WebhookRecord } from '../../src/store/records.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { configureReceiver, startTestHookline } from '../helpers/hookline.js';
-import { makeTempDir } from '../helpers/temp-dir.js';
+import { deliveryWithTransitions, openTempStore } from '../helpers/store-fixtures.js';
 
 /**
  * The store's side of cluster replication, in process: an ingest counts as accepted only once its
@@ -18,6 +17,7 @@ function recordingReplicator(failures: number): StoreReplicator & { events: stri
     events,
     async project() {},
     async delivery() {},
+    async deliverySteps() {},
     async webhook() {},
     async event(_projectId: string, record: EventRecord) {
       if (failures > 0) {
@@ -52,29 +52,11 @@ describe('replication of an ingest', () => {
 });
 
 describe('restore from the changelog', () => {
-  const delivery = (transitions: number, status: DeliveryRecord['status']): DeliveryRecord => ({
-    id: 'dlv_01M80000000000000000000000',
-    eventId: 'evt_1',
-    eventType: 'service.trigger.event',
-    status,
-    attempts: transitions,
-    roundAttempts: transitions,
-    roundSize: 5,
-    nextAttemptAt: null,
-    createdAt: 1,
-    updatedAt: transitions,
-    attemptLog: [],
-    transitions: Array.from({ length: transitions }, (_, i) => ({ from: null, to: 'pending' as const, event: 'CREATED' as const, at: i })),
-  });
+  const delivery = (transitions: number, status: DeliveryRecord['status']) => deliveryWithTransitions('dlv_01M80000000000000000000000', transitions, status);
   const webhook = (updatedAt: number): WebhookRecord => ({ callbackUrl: `https://example.com/${updatedAt}`, state: 'active', eventTypes: ['service.trigger.event'], createdAt: 1, updatedAt, secrets: [], failingSince: null, disabledAt: null, disabledReason: null });
 
   it('keeps this node\'s copy when it is newer than the changelog\'s, and takes the changelog\'s otherwise', async () => {
-    const dir = makeTempDir();
-    const store = new HooklineStore({ path: dir.path });
-    onTestFinished(async () => {
-      await store.close();
-      dir.remove();
-    });
+    const store = openTempStore();
     await store.restoreRecord('p', { kind: 'delivery', record: delivery(4, 'retrying') });
     await store.restoreRecord('p', { kind: 'delivery', record: delivery(3, 'delivering') });
     expect(store.getDelivery('p', 'dlv_01M80000000000000000000000')!.transitions).toHaveLength(4);

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { desiredPartitions } from '../../src/cluster/rendezvous.js';
-import { publishEvent, verifyWebhookSignature } from '../../src/sdk/index.js';
+import { verifyWebhookSignature } from '../../src/sdk/index.js';
+import { publishEvent } from '../../src/sdk/nats.js';
 import { ensureBuilt } from '../helpers/child-node.js';
 import { startTestCluster, type ClusterNodeHandle, type TestCluster } from '../helpers/cluster.js';
 import { ALL_TYPES } from '../helpers/hookline.js';
@@ -172,6 +173,8 @@ describe('a cluster of three nodes', () => {
   let projects: Project[];
   /** Projects whose receiver answers 500 (for dead letters), by project id. */
   const failing = new Set<string>();
+  /** The project given events too large to list through another node. */
+  let largeEventsProjectId: string | undefined;
 
   beforeAll(async () => {
     receiver = await startReceiver({
@@ -222,11 +225,64 @@ describe('a cluster of three nodes', () => {
     await expectAllSigned(receiver.received, projects);
   }, 60_000);
 
-  it('any node answers GET and POST for any project\'s deliveries', async () => {
+  it('a batch sent to a node that does not own the project is forwarded to the owner: per-event answers, one delivery each', async () => {
+    const nodes = cluster.live();
+    const owners = await cluster.ownership();
+    const chosen = ['node-a', 'node-b', 'node-c'].map((nodeId) => projects.find((project) => owners.get(project.partition) === nodeId)!);
+    for (const project of chosen) {
+      const owner = owners.get(project.partition);
+      const elsewhere = nodes.find((node) => node.nodeId !== owner)!;
+      const ownerNode = nodes.find((node) => node.nodeId === owner)!;
+      const events = Array.from({ length: 20 }, (_, k) => ({ id: `evt_batch_${project.projectId}_${k}`, type: 'service.trigger.event', data: { projectId: project.projectId, k } }));
+      const answer = await cluster.apiSettled(elsewhere, 'POST', '/v1/events/batch', { key: project.apiKey, body: { events: [...events, events[0], { type: 'nope', data: {} }] } });
+      expect(answer.status, JSON.stringify(answer.body).slice(0, 300)).toBe(207);
+      const items = answer.body.data as Array<{ status: number; id?: string; deliveryId?: string; error?: { code: string } }>;
+      expect(items.slice(0, 20).map((item) => [item.status, item.id])).toEqual(events.map((event) => [202, event.id]));
+      expect(items[20]).toEqual({ status: 200, id: events[0]!.id, deliveryId: items[0]!.deliveryId });
+      expect(items[21]).toMatchObject({ status: 400, error: { code: 'validation_failed' } });
+      // Stored by the owner: the same batch there is all repeats.
+      const again = await cluster.apiSettled(ownerNode, 'POST', '/v1/events/batch', { key: project.apiKey, body: { events } });
+      expect(again.status).toBe(202);
+      expect(again.body.data).toEqual(items.slice(0, 20).map((item) => ({ ...item, status: 200 })));
+      const ids = new Set(events.map((event) => event.id));
+      await waitFor(() => receiver.received.filter((delivery) => ids.has(delivery.envelope.id)).length >= 20, { timeoutMs: 15_000, message: `the batch of ${project.projectId} delivered` });
+      expect(receiver.received.filter((delivery) => ids.has(delivery.envelope.id)).map((delivery) => delivery.envelope.id).sort()).toEqual([...ids].sort());
+    }
+
+    // Over NATS max_payload (1 MB on the test server) a batch cannot be forwarded: 413, said plainly,
+    // not a 503 the client would retry forever. The owner itself takes it.
+    const project = chosen[0]!;
+    // Few, large events (each under HOOKLINE_MAX_BODY): the project's log stays small for the tests after this one.
+    const large = Array.from({ length: 6 }, (_, k) => ({ id: `evt_large_${k}`, type: 'service.trigger.event', data: { projectId: project.projectId, pad: 'x'.repeat(200_000) } }));
+    const notOwner = nodes.find((node) => node.nodeId !== owners.get(project.partition))!;
+    const refused = await cluster.apiSettled(notOwner, 'POST', '/v1/events/batch', { key: project.apiKey, body: { events: large } });
+    expect(refused.status).toBe(413);
+    expect(refused.body.error).toMatchObject({ code: 'payload_too_large', message: expect.stringContaining('max_payload') });
+    const owner = nodes.find((node) => node.nodeId === owners.get(project.partition))!;
+    expect((await cluster.apiSettled(owner, 'POST', '/v1/events/batch', { key: project.apiKey, body: { events: large } })).status).toBe(202);
+    // Delivered before the next test compares the project's log and counts across nodes.
+    await waitFor(() => large.every((event) => receiver.received.some((delivery) => delivery.envelope.id === event.id)), { timeoutMs: 15_000, message: 'the large batch delivered' });
+
+    // The owner's answer must cross NATS too: a page of these events is over max_payload, said plainly
+    // (it once ended the owning process); one of them alone fits, and the owner serves the page itself.
+    const tooLarge = await cluster.apiSettled(notOwner, 'GET', '/v1/events?limit=250', { key: project.apiKey });
+    expect(tooLarge.status).toBe(502);
+    expect(tooLarge.body.error).toMatchObject({ code: 'answer_too_large', message: expect.stringContaining('max_payload') });
+    expect((await cluster.apiSettled(notOwner, 'GET', '/v1/events/evt_large_0', { key: project.apiKey })).status).toBe(200);
+    const ownPage = await cluster.apiSettled(owner, 'GET', '/v1/events?limit=250', { key: project.apiKey });
+    expect(ownPage.status).toBe(200);
+    expect(ownPage.body.data.map((event: { id: string }) => event.id)).toEqual(expect.arrayContaining(large.map((event) => event.id)));
+    expect(cluster.live().map((node) => node.nodeId)).toEqual(nodes.map((node) => node.nodeId));
+    largeEventsProjectId = project.projectId;
+  }, 60_000);
+
+  it('any node answers GET and POST for any project\'s deliveries and stored events', async () => {
     const nodes = cluster.live();
     const owners = await cluster.ownership();
     // Two projects owned by each node.
-    const chosen = ['node-a', 'node-b', 'node-c'].flatMap((nodeId) => projects.filter((project) => owners.get(project.partition) === nodeId).slice(0, 2));
+    // Not the project whose stored events are too large to list across NATS (the test above).
+    const listable = projects.filter((project) => project.projectId !== largeEventsProjectId);
+    const chosen = ['node-a', 'node-b', 'node-c'].flatMap((nodeId) => listable.filter((project) => owners.get(project.partition) === nodeId).slice(0, 2));
     expect(chosen).toHaveLength(6);
 
     for (const project of chosen) {
@@ -238,6 +294,8 @@ describe('a cluster of three nodes', () => {
           detail: await cluster.apiSettled(node, 'GET', `/v1/logs/webhook-deliveries/${delivered}`, { key: project.apiKey }),
           webhook: await cluster.apiSettled(node, 'GET', '/v1/webhook', { key: project.apiKey }),
           stats: await cluster.apiSettled(node, 'GET', '/v1/stats/delivery-states', { key: project.apiKey }),
+          events: await cluster.apiSettled(node, 'GET', '/v1/events?limit=250', { key: project.apiKey }),
+          event: await cluster.apiSettled(node, 'GET', `/v1/events/evt_any_${project.projectId}`, { key: project.apiKey }),
           retry: await cluster.apiSettled(node, 'POST', `/v1/logs/webhook-deliveries/${delivered}/retry`, { key: project.apiKey }),
           // A client cannot pass a call off as already forwarded: it is still answered by the owner.
           forged: await cluster.apiSettled(node, 'GET', `/v1/logs/webhook-deliveries/${delivered}`, { key: project.apiKey, headers: { 'x-hookline-forwarded-by': 'node-a' } }),
@@ -251,6 +309,11 @@ describe('a cluster of three nodes', () => {
         expect(answer.detail.body).toEqual(answers[0]!.detail.body);
         expect(answer.webhook.body).toEqual(answers[0]!.webhook.body);
         expect(answer.stats.body).toEqual(answers[0]!.stats.body);
+        // Forwarded like every /v1 call: each node answers with the owner's events.
+        expect(answer.event.status).toBe(200);
+        expect(answer.event.body.id).toBe(`evt_any_${project.projectId}`);
+        expect(answer.events.body).toEqual(answers[0]!.events.body);
+        expect(answer.events.body.data).toContainEqual(answer.event.body);
         expect(answer.retry.status).toBe(409);
         expect(answer.retry.body.error.code).toBe('delivery_succeeded');
         expect(answer.forged.status).toBe(200);

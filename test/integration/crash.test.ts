@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { HooklineClient } from '../../src/sdk/index.js';
 import { ensureBuilt, startChildNode, type ChildNode } from '../helpers/child-node.js';
 import { ALL_TYPES, API_KEY, allDeliveries } from '../helpers/hookline.js';
-import { startReceiver, type Reply } from '../helpers/receiver.js';
+import { startReceiver, type Receiver, type Reply } from '../helpers/receiver.js';
 import { makeTempDir } from '../helpers/temp-dir.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -30,6 +30,15 @@ async function startChild(dataDir: string, settings: Record<string, string>): Pr
     }
   });
   return child;
+}
+
+/** A child node whose webhook points at `receiver`, which learns the secret to verify with. */
+async function startChildFor(receiver: Receiver, dataDir: string, settings: Record<string, string>): Promise<{ child: ChildNode; client: HooklineClient }> {
+  const child = await startChild(dataDir, settings);
+  const client = new HooklineClient({ baseUrl: child.url, apiKey: API_KEY });
+  await client.configureWebhook({ callbackUrl: receiver.url, status: 'active', eventTypes: ALL_TYPES });
+  receiver.secret = (await client.getSecret()).secret;
+  return { child, client };
 }
 
 function tempDataDir(): string {
@@ -65,10 +74,7 @@ describe('crash safety', () => {
       },
     });
     const settings = { HOOKLINE_RETRY_SCHEDULE: '0,100ms,100ms,100ms,100ms' };
-    const first = await startChild(dataDir, settings);
-    const client = new HooklineClient({ baseUrl: first.url, apiKey: API_KEY });
-    await client.configureWebhook({ callbackUrl: receiver.url, status: 'active', eventTypes: ALL_TYPES });
-    receiver.secret = (await client.getSecret()).secret;
+    const { child: first, client } = await startChildFor(receiver, dataDir, settings);
 
     const TOTAL = 300;
     const ids = Array.from({ length: TOTAL }, (_, n) => `evt_crash_${String(n).padStart(3, '0')}`);
@@ -137,16 +143,85 @@ describe('crash safety', () => {
   }, 60_000);
 });
 
+describe('crash safety of batch ingest', () => {
+  it('after kill -9 with batches in flight and a restart, every event answered 202/200 (alone or in a 207) is stored and delivered', async () => {
+    const dataDir = tempDataDir();
+    const delivered = new Set<string>();
+    const receiver = await startReceiver({
+      respond: (delivery): Reply => {
+        delivered.add(delivery.envelope.id);
+        return { status: 204 };
+      },
+    });
+    const settings = { HOOKLINE_RETRY_SCHEDULE: '0,100ms,100ms,100ms,100ms' };
+    const { child: first, client } = await startChildFor(receiver, dataDir, settings);
+
+    // Batches of 100; every fifth event without an id (acknowledged by the id the answer gives), and
+    // one invalid event per batch, so that every answer is a 207 whose accepted items must survive.
+    const BATCH = 100;
+    const acknowledged = new Map<string, { given: boolean; n: number }>();
+    let batchNumber = 0;
+    let killed = false;
+    const sendBatch = async (b: number) => {
+      const events = Array.from({ length: BATCH }, (_, i) => {
+        const n = b * BATCH + i;
+        if (i === 0) return { type: 'service.unknown', data: {} };
+        return { ...(i % 5 === 0 ? {} : { id: `evt_batch_${n}` }), type: 'service.trigger.event', data: { n } };
+      });
+      const response = await fetch(`${first.url}/v1/events/batch`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ events }),
+      });
+      const body = (await response.json()) as { data: Array<{ status: number; id?: string }> };
+      expect(response.status).toBe(207);
+      body.data.forEach((item, i) => {
+        if (item.status === 202 || item.status === 200) acknowledged.set(item.id!, { given: i % 5 !== 0, n: b * BATCH + i });
+      });
+    };
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (!killed) {
+          // A batch cut off by the kill has no answer: none of its events is counted as acknowledged.
+          await sendBatch(batchNumber++).catch(() => null);
+          if (acknowledged.size >= 8 * (BATCH - 1) && !killed) {
+            killed = true;
+            first.process.kill('SIGKILL');
+          }
+        }
+      }),
+    );
+    expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
+    expect(acknowledged.size).toBeGreaterThanOrEqual(8 * (BATCH - 1));
+
+    const second = await startChild(dataDir, settings);
+    await waitFor(() => [...acknowledged.keys()].every((id) => delivered.has(id)), {
+      timeoutMs: 20_000,
+      message: `every acknowledged event delivered (missing: ${[...acknowledged.keys()].filter((id) => !delivered.has(id)).slice(0, 5).join(', ')}…)`,
+    });
+    expect(receiver.received.every((delivery) => delivery.verified)).toBe(true);
+
+    // Stored, too: sent again, every acknowledged event with an id is a repeat.
+    const withIds = [...acknowledged].filter(([, { given }]) => given).map(([id, { n }]) => ({ id, type: 'service.trigger.event', data: { n } }));
+    const again = new HooklineClient({ baseUrl: second.url, apiKey: API_KEY });
+    for (let start = 0; start < withIds.length; start += 1000) {
+      const items = await again.sendEvents(withIds.slice(start, start + 1000) as never);
+      expect(items.filter((item) => !(item.ok && item.duplicate))).toEqual([]);
+    }
+
+    second.process.kill('SIGTERM');
+    expect(await second.exited).toEqual({ code: 0, signal: null });
+    expect([...first.errorLogs(), ...second.errorLogs()]).toEqual([]);
+  }, 60_000);
+});
+
 describe('SIGTERM', () => {
   it('exits 0, and a restart resumes a delivery that was retrying', async () => {
     const dataDir = tempDataDir();
     const receiver = await startReceiver({ respond: (_delivery, index) => ({ status: index === 0 ? 500 : 204 }) });
     // A second attempt 1 s after the first: ample time to stop the node in between.
     const settings = { HOOKLINE_RETRY_SCHEDULE: '0,1s' };
-    const first = await startChild(dataDir, settings);
-    const client = new HooklineClient({ baseUrl: first.url, apiKey: API_KEY });
-    await client.configureWebhook({ callbackUrl: receiver.url, status: 'active', eventTypes: ALL_TYPES });
-    receiver.secret = (await client.getSecret()).secret;
+    const { child: first, client } = await startChildFor(receiver, dataDir, settings);
     const sent = await client.sendEvent({ type: 'service.trigger.event', data: {} });
     await waitFor(async () => (await client.getDelivery(sent.deliveryId!)).status === 'retrying', { message: 'the delivery to be retrying' });
 

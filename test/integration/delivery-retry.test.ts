@@ -39,7 +39,7 @@ describe('retry and dead letter', () => {
     expect((await hookline.client.listDeliveriesPage({ status: 'dead_lettered' })).data.map((delivery) => delivery.id)).toEqual([deliveryId]);
 
     // A second round that fails again: three more attempts, dead-lettered at 6.
-    expect(await hookline.client.redriveDeadLetters()).toEqual({ redriven: 1 });
+    expect(await hookline.client.redriveDeadLetters()).toEqual({ redriven: 1, wouldRedrive: null });
     const deadAgain = await waitFor(
       async () => {
         const detail = await hookline.client.getDelivery(deliveryId);
@@ -51,7 +51,7 @@ describe('retry and dead letter', () => {
     expect(receiver.byWebhookId(deliveryId)).toHaveLength(6);
 
     receiver.respond = () => ({ status: 204 });
-    expect(await hookline.client.redriveDeadLetters({ eventType: 'service.trigger.event' })).toEqual({ redriven: 1 });
+    expect(await hookline.client.redriveDeadLetters({ eventType: 'service.trigger.event' })).toEqual({ redriven: 1, wouldRedrive: null });
     const delivered = await waitForDeliveryStatus(hookline.client, deliveryId, 'succeeded');
     expect(delivered).toMatchObject({ attempts: 7, maxAttempts: 9, lastAttempt: { statusCode: 204 } });
     expect(delivered.attemptLog.map((attempt) => attempt.attempt)).toEqual([1, 2, 3, 4, 5, 6, 7]);

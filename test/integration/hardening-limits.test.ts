@@ -40,13 +40,15 @@ function postChunked(url: string, path: string, apiKey: string, size: number): P
 
 describe('per-project API rate limit', () => {
   it('answers 429 rate_limited with Retry-After beyond the rate, per project, and recovers', async () => {
-    const hookline = await startTestHookline({ rateLimit: 5 });
+    // One request per second: the bucket holds one token and refills one per second, so the checks
+    // below hold on a loaded machine as long as each follows the previous within a second.
+    const hookline = await startTestHookline({ rateLimit: 1 });
     await hookline.node.engine.createProject('other', 'other-key');
 
     const answers = await Promise.all(Array.from({ length: 20 }, () => hookline.api('GET', '/v1/logs/webhook-deliveries')));
     const limited = answers.filter((answer) => answer.status === 429);
-    expect(answers.filter((answer) => answer.status === 200).length).toBeLessThanOrEqual(6);
-    expect(limited.length).toBeGreaterThanOrEqual(14);
+    expect(answers.filter((answer) => answer.status === 200).length).toBeLessThanOrEqual(3);
+    expect(limited.length).toBeGreaterThanOrEqual(17);
     for (const answer of limited) {
       expectError(answer, 429, 'rate_limited');
       expect(Number(answer.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
@@ -54,16 +56,16 @@ describe('per-project API rate limit', () => {
     // Ingest is limited like every other route.
     expectError(await hookline.api('POST', '/v1/events', { body: { type: 'service.trigger.event', data: {} } }), 429, 'rate_limited');
 
-    // Another project has its own bucket.
-    const other = await Promise.all(Array.from({ length: 5 }, () => hookline.api('GET', '/v1/logs/webhook-deliveries', { key: 'other-key' })));
-    expect(other.map((answer) => answer.status)).toEqual([200, 200, 200, 200, 200]);
+    // Another project has its own bucket: its first request passes, its second right after does not.
+    expect((await hookline.api('GET', '/v1/logs/webhook-deliveries', { key: 'other-key' })).status).toBe(200);
+    expect((await hookline.api('GET', '/v1/logs/webhook-deliveries', { key: 'other-key' })).status).toBe(429);
 
     // Unauthenticated requests are refused before they can drain anyone's bucket, and ops routes are not limited.
     expect((await hookline.api('GET', '/v1/webhook', { key: 'wrong' })).status).toBe(401);
     expect((await fetch(`${hookline.url}/healthz`)).status).toBe(200);
 
     // The bucket refills: within about a second the project is served again.
-    await waitFor(async () => (await hookline.api('GET', '/v1/logs/webhook-deliveries')).status === 200, { timeoutMs: 3_000, intervalMs: 100, message: 'rate limit to refill' });
+    await waitFor(async () => (await hookline.api('GET', '/v1/logs/webhook-deliveries')).status === 200, { timeoutMs: 5_000, intervalMs: 100, message: 'rate limit to refill' });
   });
 });
 

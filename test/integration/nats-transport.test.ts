@@ -1,13 +1,15 @@
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { StorageType, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { IngestResult } from '../../src/actors/project-actor.js';
 import { HooklineError } from '../../src/errors.js';
-import { publishEvent } from '../../src/sdk/index.js';
+import { publishEvent } from '../../src/sdk/nats.js';
 import type { EventInput } from '../../src/transport/event-input.js';
 import { NatsTransport } from '../../src/transport/nats.js';
 import type { EventSink, Rejection } from '../../src/transport/types.js';
+import { decodeVerdict, verdictSubjectPrefix } from '../../src/transport/verdict.js';
+import type { EventVerdict } from '../../src/transport/verdict.js';
 import { SHARED_NATS_URL, connectNats, deleteStreams, uniqueNatsNames, waitForConsumerDrained } from '../helpers/nats.js';
 import type { NatsNames } from '../helpers/nats.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -136,6 +138,65 @@ describe('NatsTransport ack / nak / term', () => {
     expect(sink.ingested).toHaveLength(2);
     expect(sink.ingested[0]!.input.id).toMatch(/^evt_js1_\d+$/);
     expect(sink.ingested[1]!.input.id).toBe(sink.ingested[0]!.input.id);
+  });
+});
+
+describe('NatsTransport batches', () => {
+  it('takes a pull of good and bad messages as one batch and gives each its own ack, term or nak, and verdict', async () => {
+    // Which turn of the event loop each first ingest started in: one batch is one turn.
+    let turn = 0;
+    let turnOpen = false;
+    const firstAttemptTurns = new Set<number>();
+    const sink = new ScriptedSink((input, attempt) => {
+      if (!turnOpen) {
+        turnOpen = true;
+        turn++;
+        setImmediate(() => (turnOpen = false));
+      }
+      if (attempt === 1) firstAttemptTurns.add(turn);
+      if (input.id === 'evt_clash') throw new HooklineError('HOOKLINE_ERR_EVENT_ID_CONFLICT', 'event evt_clash was already used with a different body');
+      if (input.id === 'evt_flaky' && attempt === 1) throw new HooklineError('HOOKLINE_ERR_STORAGE', 'disk full (test)');
+    });
+    // Everything is in the stream before the transport starts, so its first pull brings it all.
+    const names = uniqueNatsNames();
+    streams.add(names.natsStream);
+    await manager.streams.add({ name: names.natsStream, subjects: [`${names.natsSubjectPrefix}.>`], storage: StorageType.File });
+    const verdicts = new Map<string, EventVerdict>();
+    const subscription = nc.subscribe(`${verdictSubjectPrefix(names.natsSubjectPrefix)}.>`, {
+      callback: (_error, message) => {
+        const verdict = decodeVerdict(message.data);
+        if (verdict) verdicts.set(verdict.id, verdict);
+      },
+    });
+    await nc.flush();
+    const js = jetstream(nc);
+    const subject = `${names.natsSubjectPrefix}.default`;
+    const good = ['evt_ok_1', 'evt_ok_2', 'evt_ok_3', 'evt_ok_4', 'evt_ok_5'];
+    for (const id of good.slice(0, 3)) await publish(names, id);
+    await js.publish(subject, '{not json', { msgID: 'evt_badjson' });
+    await js.publish(subject, JSON.stringify({ id: 'evt_notype', data: {} }));
+    await publish(names, 'evt_clash');
+    await publish(names, 'evt_flaky');
+    await js.publish(subject, JSON.stringify({ id: 'evt_body', type: 'service.trigger.event', data: {} }), { msgID: 'evt_header' });
+    for (const id of good.slice(3)) await publish(names, id);
+
+    const transport = new NatsTransport({ servers: SHARED_NATS_URL, stream: names.natsStream, subjectPrefix: names.natsSubjectPrefix, durable: names.natsDurable, nakDelayMs: 50 });
+    transports.push(transport);
+    await transport.start(sink);
+    const consumer = await waitForConsumerDrained(manager, names);
+    await waitFor(() => verdicts.size === 10, { message: 'a verdict for every message' });
+    subscription.unsubscribe();
+
+    expect(consumer.ack_floor.stream_seq).toBe(10);
+    // At most two turns: the pull's messages can reach the client in two reads of its socket.
+    expect(firstAttemptTurns.size).toBeLessThanOrEqual(2);
+    expect(sink.ingested.map((entry) => entry.input.id)).toEqual([...good.slice(0, 3), 'evt_clash', 'evt_flaky', ...good.slice(3), 'evt_flaky']);
+    expect(Object.fromEntries(sink.rejected.map((rejection) => [rejection.source.split('#')[1], rejection.reason]))).toEqual({ '4': 'invalid_json', '5': 'validation_failed', '6': 'event_id_conflict', '8': 'validation_failed' });
+    for (const id of [...good, 'evt_flaky']) expect(verdicts.get(id)).toEqual({ verdict: 'accepted', id, projectId: 'default', deliveryId: null, duplicate: false });
+    expect(verdicts.get('evt_badjson')).toMatchObject({ verdict: 'rejected', reason: 'invalid_json' });
+    expect(verdicts.get('evt_notype')).toMatchObject({ verdict: 'rejected', reason: 'validation_failed' });
+    expect(verdicts.get('evt_clash')).toMatchObject({ verdict: 'rejected', reason: 'event_id_conflict' });
+    expect(verdicts.get('evt_header')).toMatchObject({ verdict: 'rejected', reason: 'validation_failed' });
   });
 });
 

@@ -173,6 +173,7 @@ describe('compileMachine: metadata for diagrams', () => {
       { from: 'pending', to: 'delivering', event: 'START_ATTEMPT', actions: [] },
       { from: 'delivering', to: 'succeeded', event: 'ATTEMPT_SUCCEEDED', actions: ['countAttempt'] },
       { from: 'delivering', to: 'failed', event: 'ATTEMPT_FAILED', actions: ['countAttempt'] },
+      { from: 'delivering', to: 'pending', event: 'ATTEMPT_GONE', actions: ['countAttemptOutsideRound'] },
       { from: 'delivering', to: 'pending', event: 'ATTEMPT_INTERRUPTED', actions: [] },
       { from: 'failed', to: 'retrying', event: null, guard: 'hasAttemptsLeft', actions: ['scheduleRetry'] },
       { from: 'failed', to: 'dead_lettered', event: null, actions: ['recordDeadLetter'] },

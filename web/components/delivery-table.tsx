@@ -28,6 +28,11 @@ function lastAnswer(row: Delivery): string {
   return `${answer} · ${last.durationMs} ms`;
 }
 
+/** `service.trigger.event` with a line-break opportunity after each dot, so a narrow column wraps it between words. */
+function breakAfterDots(text: string): ComponentChildren {
+  return text.split('.').map((part, index, parts) => (index < parts.length - 1 ? [part, '.', <wbr key={index} />] : part));
+}
+
 /**
  * The log as a table; below 720 px wide each row becomes a card whose cells carry their column's
  * name (`data-label`), so nothing scrolls sideways on a phone.
@@ -78,7 +83,7 @@ export function DeliveryTable({ rows, caption, page, openId, selection, actions 
             </td>
             <td data-label="Event">
               <code>{row.eventId}</code>
-              <span class="sub">{row.eventType}</span>
+              <span class="sub">{breakAfterDots(row.eventType)}</span>
             </td>
             <td data-label="Attempts">
               {row.attempts} / {row.maxAttempts}

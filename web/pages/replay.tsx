@@ -3,16 +3,20 @@ import type { DeliveryListFilter } from '../../src/sdk/types.js';
 import type { DashboardApi } from '../api.js';
 import { describeError } from '../api.js';
 import { DeliveryTable } from '../components/delivery-table.js';
-import { Notice } from '../components/notice.js';
+import { EventBrowser } from '../components/event-browser.js';
+import { DeliveryOutcomeNotice, Notice } from '../components/notice.js';
+import type { DeliveryOutcome } from '../components/notice.js';
 import { useDeliveryList } from '../hooks.js';
-import { href } from '../router.js';
 
-/** Replay: a new delivery of a stored event (same envelope bytes) to the current endpoint, and the event's deliveries so far. */
+/**
+ * Replay: pick a recent event (or type any event id), and send it again as a new delivery (same
+ * envelope bytes) to the current endpoint; then the event's deliveries so far.
+ */
 export function ReplayPage({ api }: { api: DashboardApi }) {
   const [eventId, setEventId] = useState('');
   const [shown, setShown] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
-  const [result, setResult] = useState<{ kind: 'error' | 'success'; text: string; deliveryId?: string } | null>(null);
+  const [result, setResult] = useState<DeliveryOutcome | null>(null);
 
   const replay = async () => {
     const id = eventId.trim();
@@ -36,6 +40,7 @@ export function ReplayPage({ api }: { api: DashboardApi }) {
         Sends a stored event again as a new delivery: the same envelope bytes (same event id and timestamp), to the endpoint configured now, signed with the current secrets, whatever event types the
         webhook takes now.
       </p>
+      <EventBrowser api={api} chosen={eventId.trim()} onChoose={setEventId} refreshKey={result} />
       <form
         class="panel inline-form"
         onSubmit={(event) => {
@@ -45,22 +50,16 @@ export function ReplayPage({ api }: { api: DashboardApi }) {
       >
         <div class="field wide">
           <label for="p-event">Event id</label>
-          <input id="p-event" required value={eventId} onInput={(event) => setEventId(event.currentTarget.value)} placeholder="evt_…" spellcheck={false} autocomplete="off" />
+          <input id="p-event" required aria-describedby="p-event-hint" value={eventId} onInput={(event) => setEventId(event.currentTarget.value)} placeholder="evt_…" spellcheck={false} autocomplete="off" />
+          <span id="p-event-hint" class="hint">
+            Chosen from the list above, or any event id of this project.
+          </span>
         </div>
         <button type="submit" class="primary" disabled={busy || eventId.trim() === ''}>
           {busy ? 'Replaying…' : 'Replay event'}
         </button>
       </form>
-      {result && (
-        <Notice kind={result.kind}>
-          {result.text}
-          {result.deliveryId && (
-            <a href={href('deliveries', result.deliveryId)}>
-              <code>{result.deliveryId}</code>
-            </a>
-          )}
-        </Notice>
-      )}
+      {result && <DeliveryOutcomeNotice outcome={result} />}
       {shown && <EventDeliveries api={api} eventId={shown} refreshKey={result} />}
     </div>
   );

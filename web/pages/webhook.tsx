@@ -1,10 +1,11 @@
 import { useEffect, useState } from 'preact/hooks';
-import type { EventType, WebhookConfig, WebhookConfigStatus } from '../../src/sdk/types.js';
+import type { DeliveryOrdering, EventType, WebhookConfig, WebhookConfigStatus } from '../../src/sdk/types.js';
 import { EVENT_TYPES } from '../../src/sdk/types.js';
 import type { DashboardApi } from '../api.js';
 import { describeError, isHooklineApiError } from '../api.js';
 import { ConfirmDialog } from '../components/confirm-dialog.js';
-import { Notice } from '../components/notice.js';
+import { DeliveryOutcomeNotice, Notice } from '../components/notice.js';
+import type { DeliveryOutcome } from '../components/notice.js';
 import { formatTime } from '../format.js';
 
 type Result = { kind: 'error' | 'success'; text: string } | null;
@@ -16,6 +17,10 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
   const [callbackUrl, setCallbackUrl] = useState('');
   const [status, setStatus] = useState<WebhookConfigStatus>('active');
   const [eventTypes, setEventTypes] = useState<EventType[]>([...EVENT_TYPES]);
+  const [headersText, setHeadersText] = useState('');
+  const [filterText, setFilterText] = useState('');
+  const [operationalUrl, setOperationalUrl] = useState('');
+  const [ordering, setOrdering] = useState<DeliveryOrdering>('unordered');
   const [saving, setSaving] = useState(false);
   const [saveResult, setSaveResult] = useState<Result>(null);
 
@@ -24,6 +29,10 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
     setCallbackUrl(webhook.callbackUrl);
     setStatus(webhook.status === 'paused' ? 'paused' : 'active');
     setEventTypes(webhook.eventTypes);
+    setHeadersText(formatHeaders(webhook.headers));
+    setFilterText(webhook.filter === null ? '' : JSON.stringify(webhook.filter, null, 2));
+    setOperationalUrl(webhook.operationalUrl ?? '');
+    setOrdering(webhook.ordering);
   };
 
   useEffect(() => {
@@ -40,10 +49,14 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
   }, [api]);
 
   const save = async () => {
+    const headers = parseHeaders(headersText);
+    if (typeof headers === 'string') return setSaveResult({ kind: 'error', text: headers });
+    const filter = parseFilter(filterText);
+    if (typeof filter === 'string') return setSaveResult({ kind: 'error', text: filter });
     setSaving(true);
     setSaveResult(null);
     try {
-      fill(await api.client.configureWebhook({ callbackUrl: callbackUrl.trim(), status, eventTypes }));
+      fill(await api.client.configureWebhook({ callbackUrl: callbackUrl.trim(), status, eventTypes, headers, filter, ordering, operationalUrl: operationalUrl.trim() || null }));
       setSaveResult({ kind: 'success', text: 'Saved. New events are delivered with this configuration.' });
     } catch (caught) {
       setSaveResult({ kind: 'error', text: describeError(caught) });
@@ -64,7 +77,7 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
         <section class="panel" aria-labelledby="current-title">
           <h2 id="current-title">Current configuration</h2>
           {config.status === 'disabled' && (
-            <Notice kind="error">Hookline disabled this endpoint because every attempt failed for too long. Matching deliveries are held; save it as active to resume.</Notice>
+            <Notice kind="error">Hookline disabled this endpoint: {config.disabledReason ?? 'every attempt failed for too long'}. Matching deliveries are held; save it as active to resume.</Notice>
           )}
           <dl class="facts">
             <dt>Endpoint</dt>
@@ -77,11 +90,20 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
             </dd>
             <dt>Event types</dt>
             <dd>{config.eventTypes.join(', ')}</dd>
+            <dt>Custom headers</dt>
+            <dd>{Object.keys(config.headers).length === 0 ? 'none' : <code class="wrap">{Object.keys(config.headers).join(', ')}</code>}</dd>
+            <dt>Payload filter</dt>
+            <dd>{config.filter === null ? 'none: every event of these types' : <code class="wrap">{JSON.stringify(config.filter)}</code>}</dd>
+            <dt>Ordering</dt>
+            <dd>{config.ordering === 'fifo' ? 'fifo: one at a time, in ingest order' : 'unordered'}</dd>
+            <dt>Operational events</dt>
+            <dd>{config.operationalUrl === null ? 'not sent' : <code class="wrap">{config.operationalUrl}</code>}</dd>
             <dt>Created</dt>
             <dd>{formatTime(config.createdAt)}</dd>
             <dt>Updated</dt>
             <dd>{formatTime(config.updatedAt)}</dd>
           </dl>
+          <TestEvent api={api} />
         </section>
       )}
       {config !== undefined && (
@@ -100,15 +122,7 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
                 Deliveries are POSTed here, signed with the secret below.
               </span>
             </div>
-            <fieldset>
-              <legend>Status</legend>
-              {(['active', 'paused'] as const).map((value) => (
-                <label key={value} class="choice">
-                  <input type="radio" name="w-status" value={value} checked={status === value} onChange={() => setStatus(value)} />
-                  {value === 'active' ? 'Active: deliver events' : 'Paused: hold deliveries until active again'}
-                </label>
-              ))}
-            </fieldset>
+            <RadioChoices legend="Status" name="w-status" value={status} onChange={setStatus} choices={STATUS_CHOICES} />
             <fieldset>
               <legend>Event types</legend>
               {EVENT_TYPES.map((type) => (
@@ -119,6 +133,28 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
               ))}
               {eventTypes.length === 0 && <span class="hint error-text">Choose at least one event type.</span>}
             </fieldset>
+            <RadioChoices legend="Ordering" name="w-ordering" value={ordering} onChange={setOrdering} choices={ORDERING_CHOICES} />
+            <div class="field wide">
+              <label for="w-headers">Custom headers</label>
+              <textarea id="w-headers" rows={3} value={headersText} onInput={(event) => setHeadersText(event.currentTarget.value)} placeholder="X-Tenant: acme" spellcheck={false} aria-describedby="w-headers-hint" />
+              <span id="w-headers-hint" class="hint">
+                One <code>Name: value</code> a line, sent with every delivery (at most 20; not covered by the signature).
+              </span>
+            </div>
+            <div class="field wide">
+              <label for="w-filter">Payload filter</label>
+              <textarea id="w-filter" rows={4} value={filterText} onInput={(event) => setFilterText(event.currentTarget.value)} placeholder='{"data.amount": {"$gte": 100}}' spellcheck={false} aria-describedby="w-filter-hint" />
+              <span id="w-filter-hint" class="hint">
+                A JSON rule over <code>type</code>, <code>metadata.*</code> and <code>data.*</code>; events that do not match get no delivery. Empty: deliver every event of the types above.
+              </span>
+            </div>
+            <div class="field wide">
+              <label for="w-ops-url">Operational events URL</label>
+              <input id="w-ops-url" type="url" value={operationalUrl} onInput={(event) => setOperationalUrl(event.currentTarget.value)} placeholder="https://example.com/hookline-events" spellcheck={false} aria-describedby="w-ops-url-hint" />
+              <span id="w-ops-url-hint" class="hint">
+                Optional. Receives <code>hookline.endpoint.disabled</code>, <code>hookline.endpoint.recovered</code> and <code>hookline.delivery.dead_lettered</code>, signed with the operational secret.
+              </span>
+            </div>
             <button type="submit" class="primary" disabled={saving || eventTypes.length === 0}>
               {saving ? 'Saving…' : 'Save webhook'}
             </button>
@@ -131,8 +167,101 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
   );
 }
 
+const STATUS_CHOICES: ReadonlyArray<[WebhookConfigStatus, string]> = [
+  ['active', 'Active: deliver events'],
+  ['paused', 'Paused: hold deliveries until active again'],
+];
+
+const ORDERING_CHOICES: ReadonlyArray<[DeliveryOrdering, string]> = [
+  ['unordered', 'Unordered: deliver concurrently (fastest)'],
+  ['fifo', 'FIFO: one at a time in ingest order; a failing delivery holds back the rest'],
+];
+
+function RadioChoices<T extends string>({ legend, name, value, onChange, choices }: { legend: string; name: string; value: T; onChange: (value: T) => void; choices: ReadonlyArray<[T, string]> }) {
+  return (
+    <fieldset>
+      <legend>{legend}</legend>
+      {choices.map(([choice, label]) => (
+        <label key={choice} class="choice">
+          <input type="radio" name={name} value={choice} checked={value === choice} onChange={() => onChange(choice)} />
+          {label}
+        </label>
+      ))}
+    </fieldset>
+  );
+}
+
+function formatHeaders(headers: Record<string, string>): string {
+  return Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}`)
+    .join('\n');
+}
+
+/** `Name: value` lines as an object, or what is wrong with a line (the server checks names and values). */
+function parseHeaders(text: string): Record<string, string> | string {
+  const headers: Record<string, string> = {};
+  for (const [index, line] of text.split('\n').entries()) {
+    if (line.trim() === '') continue;
+    const colon = line.indexOf(':');
+    if (colon <= 0) return `Custom headers, line ${index + 1}: write it as Name: value`;
+    headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
+  }
+  return headers;
+}
+
+/** The filter field as a rule, null when empty, or why it is not JSON (the server checks the rule). */
+function parseFilter(text: string): Record<string, unknown> | null | string {
+  if (text.trim() === '') return null;
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return 'Payload filter: not valid JSON';
+  }
+}
+
+/** The payload of a test event: marked as a test, so a receiver can tell it from real traffic. */
+const TEST_EVENT_DATA = { test: true, message: 'A test event sent from the Hookline dashboard.' };
+
+/** Sends a `service.trigger.event` test event through the API and links the delivery it made. */
+function TestEvent({ api }: { api: DashboardApi }) {
+  const [busy, setBusy] = useState(false);
+  const [result, setResult] = useState<DeliveryOutcome | null>(null);
+
+  const send = async () => {
+    setBusy(true);
+    setResult(null);
+    try {
+      const sent = await api.client.sendEvent({ type: 'service.trigger.event', data: TEST_EVENT_DATA });
+      setResult(
+        sent.deliveryId
+          ? { kind: 'success', text: `Sent test event ${sent.id}. Its delivery: `, deliveryId: sent.deliveryId }
+          : { kind: 'info', text: `Stored test event ${sent.id}, but no delivery was made: this webhook does not take service.trigger.event.` },
+      );
+    } catch (caught) {
+      setResult({ kind: 'error', text: describeError(caught) });
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <div class="test-event">
+      <div class="actions">
+        <button type="button" class="secondary" disabled={busy} onClick={() => void send()} aria-describedby="test-event-hint">
+          {busy ? 'Sending…' : 'Send test event'}
+        </button>
+        <span id="test-event-hint" class="hint">
+          A <code>service.trigger.event</code> with <code>"test": true</code> in its data, delivered like any other.
+        </span>
+      </div>
+      {result && <DeliveryOutcomeNotice outcome={result} />}
+    </div>
+  );
+}
+
 function SecretPanel({ api }: { api: DashboardApi }) {
   const [secret, setSecret] = useState<string | null>(null);
+  const [operationalSecret, setOperationalSecret] = useState<string | null>(null);
   const [graceSeconds, setGraceSeconds] = useState('86400');
   const [confirming, setConfirming] = useState(false);
   const [busy, setBusy] = useState(false);
@@ -141,7 +270,9 @@ function SecretPanel({ api }: { api: DashboardApi }) {
   const reveal = async () => {
     if (secret !== null) return setSecret(null);
     try {
-      setSecret((await api.client.getSecret()).secret);
+      const secrets = await api.client.getSecret();
+      setSecret(secrets.secret);
+      setOperationalSecret(secrets.operationalSecret ?? null);
     } catch (caught) {
       setResult({ kind: 'error', text: describeError(caught) });
     }
@@ -170,7 +301,14 @@ function SecretPanel({ api }: { api: DashboardApi }) {
           {secret === null ? 'Show secret' : 'Hide secret'}
         </button>
       </div>
-      <div id="secret-value">{secret !== null && <code class="secret wrap">{secret}</code>}</div>
+      <div id="secret-value">
+        {secret !== null && <code class="secret wrap">{secret}</code>}
+        {secret !== null && operationalSecret !== null && (
+          <p>
+            Operational events are signed with <code class="secret wrap">{operationalSecret}</code>
+          </p>
+        )}
+      </div>
       <form
         class="rotate"
         onSubmit={(event) => {

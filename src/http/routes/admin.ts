@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HooklineError } from '../../errors.js';
+import type { ProjectCreatedResponse } from '../response-schemas.js';
 import { createProjectBody, parseInput } from '../schemas.js';
 import type { HttpDeps } from '../server.js';
 import { listRejectedEvents } from './rejected-events.js';
@@ -21,6 +22,6 @@ export function registerAdminRoutes(app: FastifyInstance, deps: HttpDeps, bearer
   app.post('/admin/v1/projects', async (request, reply) => {
     requireAdmin(request);
     const { name } = parseInput(createProjectBody, request.body, 'body');
-    return reply.status(201).send(await engine.createProject(name));
+    return reply.status(201).send((await engine.createProject(name)) satisfies ProjectCreatedResponse);
   });
 }

@@ -3,19 +3,20 @@ import { HooklineError } from '../../errors.js';
 import { idLowerBound } from '../../store/ids.js';
 import { countDeadLetters, queryDeliveries } from '../../store/delivery-query.js';
 import { presentDelivery, presentDeliveryDetail } from '../present.js';
+import type { DeliveryPageResponse, RedriveDryRunResponse, RedriveResponse } from '../response-schemas.js';
 import { deliveryIdParams, deliveryListQuery, parseInput, redriveBody } from '../schemas.js';
 import type { HttpDeps } from '../server.js';
 
 export function registerDeliveryRoutes(app: FastifyInstance, { engine }: HttpDeps): void {
-  app.get('/logs/webhook-deliveries', async (request) => {
+  app.get('/logs/webhook-deliveries', async (request): Promise<DeliveryPageResponse> => {
     const query = parseInput(deliveryListQuery, request.query, 'query');
-    const page = queryDeliveries(engine.store, request.projectId, query);
+    const page = queryDeliveries(engine.store, request.projectId, query, engine.unstoredSteps(request.projectId));
     return { data: page.data.map(presentDelivery), nextCursor: page.nextCursor };
   });
 
   app.get('/logs/webhook-deliveries/:id', async (request) => {
     const { id } = parseInput(deliveryIdParams, request.params, 'params');
-    const record = engine.store.getDelivery(request.projectId, id);
+    const record = engine.readDelivery(request.projectId, id);
     if (!record) throw new HooklineError('HOOKLINE_ERR_DELIVERY_NOT_FOUND', `no delivery ${id} in this project`);
     return presentDeliveryDetail(record);
   });
@@ -34,8 +35,8 @@ export function registerDeliveryRoutes(app: FastifyInstance, { engine }: HttpDep
       ...(filter.eventType !== undefined ? { eventType: filter.eventType } : {}),
     };
     // A dry run changes nothing: 200 with the count a redrive would start now (the dashboard's preview).
-    if (filter.dryRun === true) return reply.status(200).send({ redriven: 0, wouldRedrive: countDeadLetters(engine.store, request.projectId, bounds) });
+    if (filter.dryRun === true) return reply.status(200).send({ redriven: 0, wouldRedrive: countDeadLetters(engine.store, request.projectId, bounds) } satisfies RedriveDryRunResponse);
     const redriven = await engine.actorFor(request.projectId).redrive(bounds);
-    return reply.status(202).send({ redriven });
+    return reply.status(202).send({ redriven } satisfies RedriveResponse);
   });
 }

@@ -1,18 +1,104 @@
-import type { FastifyInstance } from 'fastify';
-import { eventInputSchema } from '../../transport/event-input.js';
-import { eventIdParams, parseInput } from '../schemas.js';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { IngestResult } from '../../actors/project-actor.js';
+import { HooklineError, isHooklineError } from '../../errors.js';
+import { eventInputSchema, type EventInput } from '../../transport/event-input.js';
+import type { ProjectRateLimiter } from '../rate-limit.js';
+import { queryEvents } from '../../store/event-query.js';
+import { presentStoredEvent } from '../present.js';
+import type { EventAcceptedResponse, EventBatchResponse, EventPageResponse, ReplayResponse, StoredEventResponse } from '../response-schemas.js';
+import { eventBatchBody, eventIdParams, eventListQuery, parseInput } from '../schemas.js';
 import type { HttpDeps } from '../server.js';
 
-export function registerEventRoutes(app: FastifyInstance, { engine, embedded }: HttpDeps): void {
+type BatchItem = EventBatchResponse['data'][number];
+
+export function registerEventRoutes(app: FastifyInstance, { engine, embedded }: HttpDeps, rateLimiter: ProjectRateLimiter): void {
+  const { maxBodyBytes, maxBatchBodyBytes } = engine.settings;
+
   app.post('/events', async (request, reply) => {
     const input = parseInput(eventInputSchema, request.body, 'body');
     const { answer, duplicate } = await embedded.submit(request.projectId, input);
-    return reply.status(duplicate ? 200 : 202).send(answer);
+    return reply.status(duplicate ? 200 : 202).send(answer satisfies EventAcceptedResponse);
+  });
+
+  /**
+   * Many events, one commit: each is answered as `POST /v1/events` would answer it alone, in request
+   * order. A refusal of the whole (rate, draining, overload, a full disk, a failed commit) is the
+   * answer itself, so that the client sends the batch again as it would one event.
+   */
+  app.post('/events/batch', { bodyLimit: maxBatchBodyBytes, config: { countsEvents: true } }, async (request, reply) => {
+    const { events } = parseInput(eventBatchBody, request.body, 'body');
+    const waitSeconds = rateLimiter.take(request.projectId, events.length);
+    if (waitSeconds > 0) throw rateLimiter.refusal(waitSeconds, 'events');
+
+    // Only a body over HOOKLINE_MAX_BODY can hold an event over it; smaller ones skip the measuring.
+    const measureEvents = !(Number(request.headers['content-length']) <= maxBodyBytes);
+    // Dense, not `new Array(n)`: `every` below must see the events that were accepted, not skip them.
+    const errors: Array<HooklineError | undefined> = Array.from({ length: events.length }, () => undefined);
+    const inputs: EventInput[] = [];
+    const positions: number[] = [];
+    events.forEach((raw, index) => {
+      try {
+        if (measureEvents) refuseOversizedEvent(raw, index, maxBodyBytes);
+        inputs.push(parseInput(eventInputSchema, raw, 'body', ['events', index]));
+        positions.push(index);
+      } catch (error) {
+        errors[index] = asHooklineError(error, request);
+      }
+    });
+    const outcomes = inputs.length > 0 ? await embedded.submitBatch(request.projectId, inputs) : [];
+
+    const data: BatchItem[] = new Array(events.length);
+    outcomes.forEach((outcome, k) => {
+      if (outcome.status === 'fulfilled') data[positions[k]!] = accepted(outcome.value);
+      else errors[positions[k]!] = asHooklineError(outcome.reason, request);
+    });
+    // Nothing stored, all for a reason on this side (the commit failed): answered as one event would be.
+    const firstError = errors[0];
+    if (firstError && firstError.status === 503 && errors.every((error) => error?.status === 503)) throw firstError;
+    let allAccepted = true;
+    errors.forEach((error, index) => {
+      if (!error) return;
+      allAccepted = false;
+      data[index] = { status: error.status, ...error.toJSON() };
+    });
+    return reply.status(allAccepted ? 202 : 207).send({ data } satisfies EventBatchResponse);
+  });
+
+  app.get('/events', async (request): Promise<EventPageResponse> => {
+    const query = parseInput(eventListQuery, request.query, 'query');
+    const page = queryEvents(engine.store, request.projectId, query);
+    return { data: page.data.map(presentStoredEvent), nextCursor: page.nextCursor };
+  });
+
+  app.get('/events/:eventId', async (request): Promise<StoredEventResponse> => {
+    const { eventId } = parseInput(eventIdParams, request.params, 'params');
+    const record = engine.store.getEvent(request.projectId, eventId);
+    if (!record) throw new HooklineError('HOOKLINE_ERR_EVENT_NOT_FOUND', `no stored event ${eventId} in this project`);
+    return presentStoredEvent(record);
   });
 
   app.post('/events/:eventId/replay', async (request, reply) => {
     const { eventId } = parseInput(eventIdParams, request.params, 'params');
     const deliveryId = await engine.actorFor(request.projectId).replay(eventId);
-    return reply.status(202).send({ deliveryId });
+    return reply.status(202).send({ deliveryId } satisfies ReplayResponse);
   });
+}
+
+function accepted({ answer, duplicate }: IngestResult): BatchItem {
+  return { status: duplicate ? 200 : 202, id: answer.id, deliveryId: answer.deliveryId };
+}
+
+/** An event of a batch is held to the limit it would meet sent alone. */
+function refuseOversizedEvent(raw: unknown, index: number, maxBodyBytes: number): void {
+  const bytes = Buffer.byteLength(JSON.stringify(raw) ?? '');
+  if (bytes <= maxBodyBytes) return;
+  const message = `event ${index} is ${bytes} bytes, over the ${maxBodyBytes} bytes one event may take (HOOKLINE_MAX_BODY)`;
+  throw new HooklineError('HOOKLINE_ERR_PAYLOAD_TOO_LARGE', message, { details: [{ path: `body.events.${index}`, message }] });
+}
+
+/** A refusal as its coded error; anything else is an internal error, logged like the error handler does. */
+function asHooklineError(error: unknown, request: FastifyRequest): HooklineError {
+  if (isHooklineError(error)) return error;
+  request.log.error({ err: error }, 'batch ingest failed for one event');
+  return new HooklineError('HOOKLINE_ERR_INTERNAL', 'internal error; the server log has the details', { cause: error });
 }

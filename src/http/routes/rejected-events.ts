@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { RejectedEventRecord } from '../../store/records.js';
 import { isoTime } from '../../iso-time.js';
+import type { RejectedEventPageResponse } from '../response-schemas.js';
 import { parseInput, rejectedEventsQuery } from '../schemas.js';
 import type { HttpDeps } from '../server.js';
 
@@ -9,7 +10,7 @@ export function presentRejectedEvent(record: RejectedEventRecord) {
 }
 
 /** Rejected inbound events (NATS), newest first; `projectId` null lists every project's (admin). */
-export function listRejectedEvents({ engine }: HttpDeps, projectId: string | null, query: unknown) {
+export function listRejectedEvents({ engine }: HttpDeps, projectId: string | null, query: unknown): RejectedEventPageResponse {
   const { limit, cursor } = parseInput(rejectedEventsQuery, query, 'query');
   const page = engine.store.listRejectedEvents(projectId, limit + 1, cursor);
   const more = page.length > limit;

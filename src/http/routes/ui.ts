@@ -117,7 +117,7 @@ export function registerDashboardRoutes(app: FastifyInstance, { engine, cluster 
         const page = JSON.parse(answer.body) as { data: ReturnType<typeof presentDelivery>[]; nextCursor: string | null };
         return sendHtml(reply, 200, renderLogPage({ form, rows: page.data, nextCursor: page.nextCursor }));
       }
-      const page = queryDeliveries(engine.store, projectId, query.data);
+      const page = queryDeliveries(engine.store, projectId, query.data, engine.unstoredSteps(projectId));
       return sendHtml(reply, 200, renderLogPage({ form, rows: page.data.map(presentDelivery), nextCursor: page.nextCursor }));
     });
 

@@ -1,0 +1,90 @@
+#!/usr/bin/env node
+// Restart with many live deliveries: fills a fresh data dir with BENCH_LIVE deliveries parked in
+// `retrying` (due in an hour, so none is attempted), each with the history a real one has (created,
+// one failed attempt: 4 transitions and an attempt log entry) and a ~1 KB event, written through the
+// store of dist/ (the current write model). Then spawns `hookline serve` on it and measures spawn ->
+// resumed (the 'resumed live deliveries' log line, and /metrics showing them all live) and the
+// process's memory then (RssAnon is the anonymous part; RssFile includes LMDB's map).
+//
+//   npm run build && node bench/restart.mjs        BENCH_LIVE [1000000]  BENCH_KEEP=1 keeps the dir
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { eventPadding, freePort, launch, metricValue, nowMs, num, procMemory, request, stopChild, waitFor } from './lib.mjs';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const { HooklineStore } = await import(path.join(root, 'dist', 'store', 'store.js'));
+const { hashApiKey } = await import(path.join(root, 'dist', 'actors', 'engine.js'));
+
+const LIVE = num('BENCH_LIVE', 1_000_000);
+const CHUNK = 20_000;
+const API_KEY = 'hk_bench_restart';
+const dir = mkdtempSync(path.join(tmpdir(), 'hookline-restart-'));
+const dataDir = path.join(dir, 'data');
+const log = (line) => console.log(`[restart] ${line}`);
+
+const fillT0 = performance.now();
+const store = new HooklineStore({ path: dataDir });
+const now = Date.now();
+await store.createProject({ id: 'default', name: 'default', createdAt: now }, hashApiKey(API_KEY));
+await store.putWebhook('default', { callbackUrl: 'http://127.0.0.1:9/never', state: 'active', eventTypes: ['service.trigger.event'], createdAt: now, updatedAt: now, secrets: [{ secret: 'whsec_' + Buffer.alloc(24, 7).toString('base64'), createdAt: now, expiresAt: null }], failingSince: null, disabledAt: null, disabledReason: null });
+const pad = eventPadding(1024);
+const hex = (n, width) => n.toString(16).toUpperCase().padStart(width, '0');
+for (let from = 0; from < LIVE; from += CHUNK) {
+  const writes = [];
+  for (let n = from; n < Math.min(LIVE, from + CHUNK); n++) {
+    // Sortable ids in creation order, as the real ones are (time prefix, then a counter).
+    const at = now - LIVE + n;
+    const eventId = `evt_01RESTART${hex(n, 16)}`;
+    const id = `dlv_01RESTART${hex(n, 16)}`;
+    const envelope = Buffer.from(JSON.stringify({ version: 'v1', id: eventId, type: 'service.trigger.event', metadata: {}, data: { n, pad }, timestamp: new Date(at).toISOString().replace('Z', '+00:00') }));
+    const event = { id: eventId, type: 'service.trigger.event', fingerprint: hex(n, 64), envelope, createdAt: at, answer: { id: eventId, deliveryId: id }, deliveryIds: [id] };
+    const delivery = {
+      id, eventId, eventType: 'service.trigger.event', status: 'retrying', attempts: 1, roundAttempts: 1, roundSize: 8,
+      nextAttemptAt: now + 3_600_000, createdAt: at, updatedAt: at + 5,
+      attemptLog: [{ attempt: 1, at: at + 1, statusCode: 500, durationMs: 3, error: 'HTTP 500', errorCode: 'http_status', responseBody: 'internal error' }],
+      transitions: [
+        { from: null, to: 'pending', event: 'CREATED', at },
+        { from: 'pending', to: 'delivering', event: 'START_ATTEMPT', at: at + 1 },
+        { from: 'delivering', to: 'failed', event: 'ATTEMPT_FAILED', at: at + 5 },
+        { from: 'failed', to: 'retrying', event: 'ATTEMPT_FAILED', at: at + 5 },
+      ],
+    };
+    writes.push(store.writeIngest('default', event, delivery));
+  }
+  await Promise.all(writes);
+  if ((from / CHUNK) % 10 === 0) log(`${from + writes.length} written`);
+}
+await store.close();
+log(`filled ${LIVE} live deliveries in ${((performance.now() - fillT0) / 1000).toFixed(1)} s`);
+
+const port = await freePort();
+const logFile = path.join(dir, 'hookline.log');
+const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`] : [];
+const spawnAt = nowMs();
+const node = launch(process.execPath, [...profile, path.join(root, 'dist', 'cli', 'main.js'), 'serve'], {
+  extraEnv: { HOOKLINE_DATA_DIR: dataDir, HOOKLINE_PORT: String(port), HOOKLINE_HOST: '127.0.0.1', HOOKLINE_API_KEY: API_KEY, HOOKLINE_ALLOW_PRIVATE_NETWORKS: '1', HOOKLINE_MAX_LIVE_DELIVERIES: String(LIVE + 1000) },
+  logFile,
+  detached: true,
+});
+try {
+  let peakAnonMb = 0;
+  const live = await waitFor('resumed', async () => {
+    peakAnonMb = Math.max(peakAnonMb, procMemory(node.pid).anonMb);
+    const text = await request('GET', `http://127.0.0.1:${port}/metrics`, { timeoutMs: 5000, parse: 'auto' }).catch(() => '');
+    const value = metricValue(text, 'hookline_live_deliveries');
+    return value >= LIVE ? value : 0;
+  }, { timeoutMs: 300_000, intervalMs: 10, child: node });
+  const resumedS = (nowMs() - spawnAt) / 1000;
+  const memory = procMemory(node.pid);
+  const line = readFileSync(logFile, 'utf8').split('\n').find((l) => l.includes('resumed live deliveries from LMDB'));
+  const logged = line ? JSON.parse(line) : null;
+  log(`spawn -> /metrics shows ${live} live: ${resumedS.toFixed(2)} s${logged ? `; 'resumed' logged at ${((logged.time - spawnAt) / 1000).toFixed(2)} s (resumed=${logged.resumed})` : ''}`);
+  log(`memory then: RssAnon ${memory.anonMb.toFixed(1)} MB (highest seen while resuming ${peakAnonMb.toFixed(1)} MB), RssFile ${memory.fileMb.toFixed(1)} MB, VmRSS ${memory.rssMb.toFixed(1)} MB, VmHWM ${memory.hwmMb.toFixed(1)} MB`);
+  console.log(`restart_bench live=${LIVE} resumed_s=${resumedS.toFixed(2)} anon_mb=${memory.anonMb.toFixed(1)} peak_anon_mb=${peakAnonMb.toFixed(1)} rss_mb=${memory.rssMb.toFixed(1)}`);
+} finally {
+  await stopChild(node, { timeoutMs: 60_000, group: true });
+  if (process.env.BENCH_KEEP) log(`kept ${dir}`);
+  else rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,470 @@
+import { HooklineError } from '../errors.js';
+import { isoTime } from '../iso-time.js';
+import { deliveryTable } from '../machines/index.js';
+import type { DeliveryEventType, DeliveryStatus, DeliveryStep } from '../machines/index.js';
+import { nodeHmacBackend } from '../signing/node-hmac.js';
+import { formatSignatureHeader, secretsToKeys } from '../signing/sign.js';
+import type { AttemptRecord, DeliveryChange, DeliveryHead, TransitionRecord, WebhookRecord } from '../store/records.js';
+import type { HooklineStore } from '../store/store.js';
+import type { AttemptOutcome, SendRequest } from '../transport/http-sender.js';
+import type { Clock } from './clock.js';
+import type { DeliveryScheduler } from './delivery-scheduler.js';
+import { DeliveryWriter } from './delivery-writer.js';
+import { endpointHealthAfter } from './endpoint-health.js';
+import type { EngineMetrics } from './engine-metrics.js';
+import { FifoQueue } from './fifo-queue.js';
+import { lineHead, sortLineById } from './ordered-line.js';
+import type { LiveDelivery } from './live-delivery.js';
+import { NO_STEPS, identityOf, liveFromHead } from './live-delivery.js';
+import { decideRetry } from './retry-policy.js';
+import { signingSecrets } from './webhook-settings.js';
+import type { Webhook } from './webhook-settings.js';
+import type { OperationalNotify } from './operational-events.js';
+
+/**
+ * The lifecycle of one project's live deliveries: due times, the ready queue, attempts under the
+ * endpoint's concurrency cap, machine steps and their effects, and the writes behind them. The
+ * project's actor (`ProjectActor`) owns one and brings deliveries to it (ingest, restart, retry,
+ * redrive, replay).
+ *
+ * A live delivery moves on the compiled delivery table (the XState machine, without its per-step
+ * cost). The table names effects (`scheduleRetry`, `makeDueNow`, `startRound`, `recordDeadLetter`);
+ * `runEffects` gives them meaning here. Every handler changes state synchronously before its first
+ * `await`, so handlers never interleave halfway through a change. Deliveries stay in memory until
+ * their terminal state is committed, so anything not in memory can be read from LMDB as it is.
+ */
+
+export interface DeliverySender {
+  send(request: SendRequest): Promise<AttemptOutcome>;
+}
+
+export interface Logger {
+  info(object: object, message?: string): void;
+  warn(object: object, message?: string): void;
+  error(object: object, message?: string): void;
+}
+
+export interface ProjectActorDeps {
+  store: HooklineStore;
+  scheduler: DeliveryScheduler;
+  sender: DeliverySender;
+  clock: Clock;
+  random: () => number;
+  metrics: EngineMetrics;
+  logger: Logger;
+  retrySchedule: readonly number[];
+  retryJitter: boolean;
+  disableAfterMs: number;
+  endpointConcurrency: number;
+  /** Shared by every actor of the engine: deliveries held in memory, and the most allowed. */
+  liveBudget: { count: number; readonly max: number };
+  /**
+   * Cluster mode: whether this node may act for the project right now (its partition's lease is
+   * valid). Checked before every attempt, so a node that lost its lease starts none.
+   * @default always
+   */
+  mayAct?: () => boolean;
+}
+
+/** The project's webhook configuration as the actor holds it. */
+export interface WebhookHolder {
+  webhook(): Webhook | undefined;
+  /** Replaces the configuration (endpoint health: failing since, disabled). */
+  save(webhook: Webhook): Promise<void>;
+  /**
+   * Raises operational events (endpoint disabled or recovered, delivery dead-lettered). Given, the
+   * lifecycle also governs the endpoint's health: it disables an endpoint that keeps failing or
+   * answers 410. Left out for the operational deliveries themselves, which never report on themselves.
+   */
+  notify?: OperationalNotify;
+}
+
+const USER_AGENT = 'Hookline/0.1 (+https://www.standardwebhooks.com)';
+const HTTP_GONE = 410;
+
+export class DeliveryLifecycle {
+  private readonly live = new Map<string, LiveDelivery>();
+  /** Due deliveries in the order they became due (unordered delivery only). */
+  private ready = new FifoQueue<LiveDelivery>();
+  /** `fifo`: only the head of the line (ordered-line.ts) is attempted, alone; `ready` is unused. */
+  private ordering: 'unordered' | 'fifo';
+  /** Deliveries were resumed from LMDB (in status order): the line is put in ingest order before its head is taken. */
+  private lineUnsorted = false;
+  private lineSortQueued = false;
+  /** Deliveries whose attempt is in flight. */
+  private readonly attempting = new Set<LiveDelivery>();
+  /** Store writes (and their replication) not yet settled; a drain waits for them. */
+  private readonly pendingWrites = new Set<Promise<unknown>>();
+  private draining = false;
+  private idleWaiters: Array<() => void> = [];
+  private signingKeys: { keys: Uint8Array[]; validUntil: number } | null = null;
+  private readonly writer: DeliveryWriter;
+
+  constructor(
+    readonly projectId: string,
+    private readonly deps: ProjectActorDeps,
+    private readonly config: WebhookHolder,
+  ) {
+    this.writer = new DeliveryWriter(projectId, deps.store, deps.clock, (delivery) => this.written(delivery));
+    this.ordering = config.webhook()?.ordering ?? 'unordered';
+  }
+
+  get liveCount(): number {
+    return this.live.size;
+  }
+
+  get readyCount(): number {
+    return this.ready.length;
+  }
+
+  get isDraining(): boolean {
+    return this.draining;
+  }
+
+  get(deliveryId: string): LiveDelivery | undefined {
+    return this.live.get(deliveryId);
+  }
+
+  /** Steps of a live delivery made in memory and not yet stored (a read shows them). */
+  unwrittenChanges(deliveryId: string): DeliveryChange[] {
+    return this.live.get(deliveryId)?.unwritten.map((step) => step.change) ?? [];
+  }
+
+  /**
+   * Each live delivery whose status in memory is not yet the stored one, as stored and as shown (for
+   * counts by status): an attempt in flight, and an outcome whose commit has not landed yet.
+   */
+  *statusesNotStored(): Generator<{ id: string; shown: DeliveryStatus }> {
+    for (const delivery of this.live.values()) if (delivery.status !== delivery.storedStatus) yield { id: delivery.id, shown: delivery.status };
+  }
+
+  /** The configuration changed: signing keys are derived again, held attempts may start. */
+  configurationChanged(): void {
+    this.signingKeys = null;
+    const ordering = this.config.webhook()?.ordering ?? 'unordered';
+    if (ordering !== this.ordering) {
+      this.ordering = ordering;
+      // Due deliveries keep `queued`: the line reads it at its head; back to unordered, they queue in line order.
+      this.ready = new FifoQueue<LiveDelivery>();
+      if (ordering === 'unordered') for (const delivery of this.live.values()) if (delivery.queued) this.ready.push(delivery);
+    }
+    this.pump();
+  }
+
+  /** Takes a committed, non-terminal delivery into memory and onto the ready queue or the scheduler. */
+  admit(head: DeliveryHead, envelope: Uint8Array | null): LiveDelivery {
+    return this.admitLive(liveFromHead(head, envelope));
+  }
+
+  /** Takes a delivery resumed from LMDB at start into memory (see `admitLive`). */
+  resume(delivery: LiveDelivery): LiveDelivery {
+    this.lineUnsorted = true;
+    return this.admitLive(delivery);
+  }
+
+  /** Takes a delivery made live into memory and onto the ready queue or the scheduler. */
+  admitLive(delivery: LiveDelivery): LiveDelivery {
+    this.hold(delivery);
+    this.scheduleOrQueue(delivery);
+    return delivery;
+  }
+
+  /** Due time reached (from the scheduler). Stale entries (rescheduled since) are ignored. */
+  onDue(deliveryId: string, dueAt: number): void {
+    const delivery = this.live.get(deliveryId);
+    if (!delivery || delivery.nextAttemptAt !== dueAt || delivery.queued) return;
+    if (delivery.status !== 'pending' && delivery.status !== 'retrying') return;
+    this.enqueue(delivery);
+  }
+
+  private scheduleOrQueue(delivery: LiveDelivery): void {
+    if (delivery.status !== 'pending' && delivery.status !== 'retrying') return;
+    const dueAt = delivery.nextAttemptAt ?? 0;
+    if (dueAt <= this.deps.clock.now()) this.enqueue(delivery);
+    else this.deps.scheduler.schedule({ dueAt, projectId: this.projectId, deliveryId: delivery.id });
+  }
+
+  private enqueue(delivery: LiveDelivery): void {
+    if (delivery.queued) return;
+    delivery.queued = true;
+    if (this.ordering === 'unordered') this.ready.push(delivery);
+    this.pump();
+  }
+
+  /** Starts attempts while the endpoint is active and under its concurrency cap (one, the line's head, when ordered). */
+  pump(): void {
+    if (this.config.webhook()?.state !== 'active' || this.draining || this.deps.mayAct?.() === false) return;
+    if (this.ordering === 'fifo') return this.pumpLine();
+    while (this.attempting.size < this.deps.endpointConcurrency && this.ready.length > 0) {
+      const delivery = this.ready.shift()!;
+      delivery.queued = false;
+      if (delivery.status === 'pending' || delivery.status === 'retrying') this.startAttempt(delivery);
+    }
+  }
+
+  private pumpLine(): void {
+    if (this.attempting.size > 0) return;
+    if (this.lineUnsorted) {
+      // Once, after every resumed delivery is in: a restart takes them in in one synchronous loop.
+      if (!this.lineSortQueued) {
+        this.lineSortQueued = true;
+        queueMicrotask(() => {
+          this.lineSortQueued = false;
+          this.lineUnsorted = false;
+          sortLineById(this.live);
+          this.pump();
+        });
+      }
+      return;
+    }
+    const head = lineHead(this.live);
+    if (!head?.queued) return;
+    head.queued = false;
+    this.startAttempt(head);
+  }
+
+  private startAttempt(delivery: LiveDelivery): void {
+    const webhook = this.config.webhook()!;
+    const startedAt = this.deps.clock.now();
+    const envelope = delivery.envelope ?? this.deps.store.getEvent(this.projectId, identityOf(this.deps.store, this.projectId, delivery).eventId)?.envelope;
+    const started = this.step(delivery, 'START_ATTEMPT');
+    this.attempting.add(delivery);
+    if (!envelope) {
+      const error = 'the stored event is missing (pruned or corrupted)';
+      this.finishAttempt(delivery, { ok: false, statusCode: null, durationMs: 0, error, errorCode: 'invalid_response', responseBody: '', retryAfterMs: null }, startedAt);
+      return;
+    }
+    // A cluster node sends only once the start is in the changelog: the partition's next owner must
+    // know that an attempt may have reached the receiver, to log it as interrupted (a kill -9 between
+    // the send and the append lost that record). A start that could not be recorded is not sent
+    // (NATS is unreachable, and the lease may be gone with it): the attempt counts as interrupted
+    // and is made again, by this node or the next owner. On a single node the start is written with
+    // the outcome instead, since a restart attempts a `delivering` delivery again anyway.
+    if (this.deps.store.replicator) {
+      const held = () => this.live.get(delivery.id) === delivery;
+      started.then(
+        () => (held() ? this.send(delivery, webhook, envelope, startedAt) : this.notSent(delivery, false)),
+        () => this.notSent(delivery, held()),
+      );
+      return;
+    }
+    this.send(delivery, webhook, envelope, startedAt);
+  }
+
+  /** An attempt that was never sent: given up to the next owner (dropped), or interrupted here to be made again. */
+  private notSent(delivery: LiveDelivery, stillHeld: boolean): void {
+    this.attempting.delete(delivery);
+    if (stillHeld && delivery.status === 'delivering') this.step(delivery, 'ATTEMPT_INTERRUPTED');
+    this.wakeIfIdle();
+  }
+
+  /** No attempt in flight any more: a drain waiting for that goes on. */
+  private wakeIfIdle(): void {
+    if (this.attempting.size === 0 && this.idleWaiters.length > 0) for (const wake of this.idleWaiters.splice(0)) wake();
+  }
+
+  private send(delivery: LiveDelivery, webhook: WebhookRecord, envelope: Uint8Array, startedAt: number): void {
+    const timestamp = String(Math.floor(startedAt / 1000));
+    const keys = this.currentSigningKeys(webhook, startedAt);
+    const signature = formatSignatureHeader(keys.map((key) => nodeHmacBackend.sign(key, delivery.id, timestamp, envelope)));
+    // The operator's headers may replace user-agent; the webhook-* ones are refused at PUT.
+    const headers = { 'user-agent': USER_AGENT, ...webhook.headers, 'webhook-id': delivery.id, 'webhook-timestamp': timestamp, 'webhook-signature': signature };
+    this.deps.sender
+      .send({ url: webhook.callbackUrl, headers, body: envelope })
+      .then((outcome) => this.finishAttempt(delivery, outcome, startedAt))
+      .catch((error: unknown) => this.deps.logger.error({ err: error, projectId: this.projectId, deliveryId: delivery.id }, 'attempt bookkeeping failed'));
+  }
+
+  private finishAttempt(delivery: LiveDelivery, outcome: AttemptOutcome, startedAt: number): void {
+    this.attempting.delete(delivery);
+    const metrics = this.deps.metrics;
+    metrics.attempts.inc({ outcome: outcome.ok ? 'success' : (outcome.errorCode ?? 'failure') });
+    metrics.attemptSeconds.observe(outcome.durationMs / 1000);
+    // 410 Gone disables the endpoint before the step, so that the delivery is held with the others
+    // rather than retried or dead-lettered. Operational deliveries (no `notify`) govern no endpoint.
+    const gone = outcome.statusCode === HTTP_GONE && this.config.notify !== undefined;
+    if (this.config.notify) this.trackEndpointHealth(outcome.ok ? 'succeeded' : gone ? 'gone' : 'failed', this.config.notify);
+    const event: DeliveryEventType = outcome.ok ? 'ATTEMPT_SUCCEEDED' : gone ? 'ATTEMPT_GONE' : 'ATTEMPT_FAILED';
+    const step = deliveryTable.next(delivery.status, delivery.counters, { type: event })!;
+    const attempt: AttemptRecord = {
+      attempt: step.context.attempts,
+      at: startedAt,
+      statusCode: outcome.statusCode,
+      durationMs: outcome.durationMs,
+      error: outcome.error,
+      errorCode: outcome.errorCode,
+      responseBody: outcome.responseBody,
+    };
+    delivery.envelope = null;
+    this.inBackground(this.apply(delivery, event, step, { attempt, outcome }), delivery.id);
+    this.wakeIfIdle();
+    this.pump();
+  }
+
+  /** Takes the delivery through `event`, which the machine must allow in its state. */
+  step(delivery: LiveDelivery, event: DeliveryEventType): Promise<DeliveryChange> {
+    const step = deliveryTable.next(delivery.status, delivery.counters, { type: event });
+    if (!step) throw new HooklineError('HOOKLINE_ERR_INTERNAL', `delivery ${delivery.id}: ${event} is not allowed in ${delivery.status}`);
+    const committed = this.apply(delivery, event, step);
+    this.inBackground(committed, delivery.id);
+    return committed;
+  }
+
+  /**
+   * Applies a machine step to the delivery, runs its effects and queues it for writing. Resolves
+   * with the change once it is committed; terminal deliveries leave memory only then.
+   */
+  apply(delivery: LiveDelivery, event: DeliveryEventType, step: DeliveryStep, attemptInfo?: { attempt: AttemptRecord; outcome: AttemptOutcome }): Promise<DeliveryChange> {
+    const now = this.deps.clock.now();
+    delivery.status = step.state;
+    delivery.counters = step.context;
+    delivery.nextAttemptAt = null;
+    this.hold(delivery);
+    this.runEffects(delivery, step.actions, now, attemptInfo?.outcome);
+    if (step.state === 'pending') delivery.nextAttemptAt ??= now;
+    const transitions: TransitionRecord[] = step.transitions.map((hop) => ({ from: hop.from, to: hop.to, event, at: now }));
+    const change: DeliveryChange = {
+      status: delivery.status,
+      attempts: delivery.counters.attempts,
+      roundAttempts: delivery.counters.roundAttempts,
+      roundSize: delivery.counters.maxAttempts,
+      nextAttemptAt: delivery.nextAttemptAt,
+      updatedAt: now,
+      transitions,
+      transitionIndex: delivery.transitionCount,
+      attemptIndex: delivery.attemptCount,
+      ...(attemptInfo ? { attempt: attemptInfo.attempt } : {}),
+    };
+    delivery.transitionCount += transitions.length;
+    if (attemptInfo) delivery.attemptCount++;
+    if (delivery.unwritten === NO_STEPS) delivery.unwritten = [];
+    const committed = new Promise<DeliveryChange>((resolve, reject) => delivery.unwritten.push({ change, waiter: { resolve: () => resolve(change), reject } }));
+    const writing = this.writer.start(delivery);
+    if (writing) this.tracked(writing);
+    if (step.state === 'succeeded' || step.state === 'dead_lettered') this.deps.metrics.deliveriesFinished.inc({ status: step.state });
+    if (step.state === 'pending' || step.state === 'retrying') this.scheduleOrQueue(delivery);
+    return committed;
+  }
+
+  /** A writer stopped: a terminal delivery whose steps are all stored leaves memory. */
+  private written(delivery: LiveDelivery): void {
+    const stored = delivery.unwritten.length === 0;
+    if (stored && (delivery.status === 'succeeded' || delivery.status === 'dead_lettered') && this.live.get(delivery.id) === delivery) this.release(delivery.id);
+  }
+
+  /** The actor is being dropped (its partition moved): its deliveries no longer count against the budget. */
+  dropFromBudget(): void {
+    this.writer.abandon();
+    this.deps.liveBudget.count -= this.live.size;
+    this.live.clear();
+  }
+
+  private hold(delivery: LiveDelivery): void {
+    if (!this.live.has(delivery.id)) this.deps.liveBudget.count++;
+    this.live.set(delivery.id, delivery);
+  }
+
+  private release(deliveryId: string): void {
+    if (this.live.delete(deliveryId)) this.deps.liveBudget.count--;
+  }
+
+  /** The machine's named effects, bound to this actor's scheduler and clock. */
+  private runEffects(delivery: LiveDelivery, actions: readonly string[], now: number, outcome?: AttemptOutcome): void {
+    for (const action of actions) {
+      switch (action) {
+        case 'scheduleRetry': {
+          const schedule = this.deps.retrySchedule;
+          const decision = decideRetry({ roundAttempts: Math.min(delivery.counters.roundAttempts, schedule.length - 1), schedule, outcome: outcome ?? {}, now, random: this.deps.random, jitter: this.deps.retryJitter });
+          delivery.nextAttemptAt = decision.kind === 'retry' ? decision.dueAt : now;
+          break;
+        }
+        case 'makeDueNow':
+          delivery.nextAttemptAt = now;
+          break;
+        case 'startRound':
+          delivery.counters = { ...delivery.counters, maxAttempts: this.deps.retrySchedule.length };
+          delivery.nextAttemptAt = now;
+          break;
+        case 'recordDeadLetter': {
+          this.deps.logger.warn({ projectId: this.projectId, deliveryId: delivery.id, attempts: delivery.counters.attempts }, 'delivery dead-lettered');
+          if (this.config.notify) {
+            const { eventId, eventType } = identityOf(this.deps.store, this.projectId, delivery);
+            this.config.notify('hookline.delivery.dead_lettered', { projectId: this.projectId, deliveryId: delivery.id, eventId, eventType, attempts: delivery.counters.attempts, deadLetteredAt: isoTime(now) });
+          }
+          break;
+        }
+        default:
+          throw new HooklineError('HOOKLINE_ERR_INTERNAL', `no effect bound for machine action ${action}`);
+      }
+    }
+  }
+
+  private currentSigningKeys(webhook: WebhookRecord, now: number): Uint8Array[] {
+    if (!this.signingKeys || now >= this.signingKeys.validUntil) {
+      const { secrets, validUntil } = signingSecrets(webhook, now);
+      this.signingKeys = { keys: secretsToKeys(secrets), validUntil };
+    }
+    return this.signingKeys.keys;
+  }
+
+  /** Applies what the attempt's outcome does to the endpoint's health (endpoint-health.ts). */
+  private trackEndpointHealth(outcome: 'succeeded' | 'failed' | 'gone', notify: OperationalNotify): void {
+    const webhook = this.config.webhook();
+    if (!webhook) return;
+    const now = this.deps.clock.now();
+    const change = endpointHealthAfter(webhook, outcome, now, this.deps.disableAfterMs);
+    if (change.kind === 'unchanged') return;
+    this.inBackground(this.config.save(change.webhook));
+    const { callbackUrl } = webhook;
+    if (change.kind === 'recovered') notify('hookline.endpoint.recovered', { projectId: this.projectId, callbackUrl, recoveredAt: isoTime(now) });
+    if (change.kind === 'disabled') {
+      const { reason } = change;
+      this.deps.logger.warn({ projectId: this.projectId, type: 'service.trigger.disabled', reason }, 'webhook endpoint disabled; PUT status "active" to resume (held deliveries are kept)');
+      notify('hookline.endpoint.disabled', { projectId: this.projectId, callbackUrl, reason, disabledAt: isoTime(now) });
+    }
+  }
+
+  /**
+   * A write nobody waits for (state already changed in memory). A failure is logged, never thrown:
+   * the delivery carries on from memory while its writer writes the step again; the webhook's
+   * next write (a whole record) brings it up to date.
+   */
+  private inBackground(write: Promise<unknown>, deliveryId?: string): void {
+    const message = deliveryId === undefined ? 'could not persist a webhook change; it is kept in memory and written with the next change' : 'could not persist a delivery step; it is kept in memory and written again until it is stored';
+    write.catch((error: unknown) => this.deps.logger.error({ err: error, projectId: this.projectId, deliveryId }, message));
+  }
+
+  // Shutdown ------------------------------------------------------------------------------------
+
+  /** Counts a write until it settles, so that a drain waits for it. */
+  tracked<T>(write: Promise<T>): Promise<T> {
+    this.pendingWrites.add(write);
+    const settle = () => this.pendingWrites.delete(write);
+    write.then(settle, settle);
+    return write;
+  }
+
+  /**
+   * Stops starting attempts and resolves when none is in flight and the changes already made are
+   * written (so a cluster node hands a partition on only after its last changes are replicated),
+   * or when the deadline passes.
+   */
+  drain(deadlineMs: number): Promise<void> {
+    this.draining = true;
+    if (this.attempting.size === 0 && this.pendingWrites.size === 0) return Promise.resolve();
+    const idle = new Promise<void>((resolve) => {
+      if (this.attempting.size === 0) resolve();
+      else this.idleWaiters.push(resolve);
+    });
+    const settled = idle.then(async () => {
+      while (this.pendingWrites.size > 0) await Promise.allSettled([...this.pendingWrites]);
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<'late'>((resolve) => (timer = setTimeout(resolve, deadlineMs, 'late')));
+    return Promise.race([settled, deadline]).then((outcome) => {
+      clearTimeout(timer);
+      // Out of time (steps still failing to commit): stop writing before the store closes.
+      if (outcome === 'late') this.writer.abandon();
+    });
+  }
+}

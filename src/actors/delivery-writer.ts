@@ -1,0 +1,144 @@
+import type { DeliveryChange } from '../store/records.js';
+import type { HooklineStore } from '../store/store.js';
+import type { Clock } from './clock.js';
+import type { LiveDelivery } from './live-delivery.js';
+import { NO_STEPS, identityOf, toRest } from './live-delivery.js';
+
+/** First wait before writing failed steps again, doubled on each failure up to the second bound. */
+const WRITE_RETRY_MIN_MS = 50;
+const WRITE_RETRY_MAX_MS = 2_000;
+
+/**
+ * Writes each delivery's steps behind its state, in order, by one writer per delivery. A step
+ * whose commit fails (a full disk) stays queued and is written again, with the steps made since,
+ * until it is stored: the log ends as the delivery did, without a restart, and a delivery that was
+ * made is not made again for want of its record. Before, a failed commit lost its step for good:
+ * on a full disk a delivery's success (its last step) never reached the log, which kept
+ * `delivering` until a restart sent the event again. A commit lmdb-js never settles counts as
+ * failed after a while (the store bounds it); steps written again land on the same log keys.
+ *
+ * One commit per attempt: on a single node the step that starts an attempt is written with the
+ * attempt's outcome, not on its own, since a restart attempts a `delivering` delivery again anyway.
+ * A cluster node writes it at once: the next owner of the partition must see that an attempt may
+ * have reached the receiver (it logs it as interrupted, and the duplicate is accounted for).
+ * Holding it there too and appending it to the changelog ahead of its commit measured slower in
+ * bench:cluster (1 node, NATS: 502-971 against 1,029-2,240 events/s), for a reason not found yet.
+ * A cluster node replicates the steps as they are, never reading the record back.
+ */
+export class DeliveryWriter {
+  /**
+   * One wait shared by every delivery whose steps failed to commit, so that they are written
+   * again together, in one commit, not one commit per delivery. Its delay doubles while commits
+   * keep failing and starts over after one succeeds.
+   */
+  private retry: { wait: Promise<void>; wake: () => void; timer: unknown } | null = null;
+  private retryDelayMs = 0;
+  /** Set when the actor stops for good (dropped, or its drain ran out of time): failed steps are left to the next start. */
+  private abandoned = false;
+  /** Deliveries with steps whose append to the changelog failed: their next append is the whole record. */
+  private readonly unreplicated = new Set<string>();
+
+  constructor(
+    private readonly projectId: string,
+    private readonly store: HooklineStore,
+    private readonly clock: Clock,
+    /** Called when a writer has nothing left to write (the delivery may leave memory then). */
+    private readonly onWritten: (delivery: LiveDelivery) => void,
+  ) {}
+
+  /** Starts the delivery's writer unless one runs; the promise settles when it stops. */
+  start(delivery: LiveDelivery): Promise<void> | null {
+    return delivery.writing ? null : this.writeBehind(delivery);
+  }
+
+  /** How many of the unwritten steps go into the next commit: all but a held attempt start. */
+  private writable(delivery: LiveDelivery): number {
+    const held = delivery.status === 'delivering' && this.store.replicator === null ? 1 : 0;
+    return delivery.unwritten.length - held;
+  }
+
+  /** Appends committed steps to the changelog: as they are, or the whole record after a failed append. */
+  private async replicate(delivery: LiveDelivery, changes: readonly DeliveryChange[]): Promise<void> {
+    if (!this.store.replicator) return;
+    if (!this.unreplicated.has(delivery.id)) {
+      try {
+        await this.store.replicateSteps(this.projectId, delivery.id, changes);
+      } catch (error) {
+        this.unreplicated.add(delivery.id);
+        throw error;
+      }
+      return;
+    }
+    await this.store.replicateDelivery(this.projectId, this.store.getDelivery(this.projectId, delivery.id)!);
+    this.unreplicated.delete(delivery.id);
+  }
+
+  private async writeBehind(delivery: LiveDelivery): Promise<void> {
+    delivery.writing = true;
+    /** Whether the steps at the front failed to commit before (their commit may have landed all the same). */
+    let again = false;
+    try {
+      while (this.writable(delivery) > 0 && !this.abandoned) {
+        // Left in the list until committed: a read shows them meanwhile (it would otherwise see a
+        // step while it waits, not while its commit runs, and again once it is stored).
+        const steps = delivery.unwritten.slice(0, this.writable(delivery));
+        const changes = steps.map((step) => step.change);
+        try {
+          await this.store.applyDeliveryChanges(this.projectId, identityOf(this.store, this.projectId, delivery), delivery.storedStatus, changes, again);
+        } catch (error) {
+          for (const step of steps) step.waiter?.reject(error);
+          for (const step of steps) step.waiter = null;
+          again = true;
+          // Still in front of the steps made since: the next commit writes them all, in order.
+          await this.waitToWriteAgain();
+          continue;
+        }
+        this.retryDelayMs = 0;
+        again = false;
+        delivery.unwritten.splice(0, steps.length);
+        // Back to the shared empty list: an emptied array keeps its backing store, for every retrying delivery.
+        if (delivery.unwritten.length === 0) delivery.unwritten = NO_STEPS;
+        delivery.storedStatus = changes.at(-1)!.status;
+        try {
+          await this.replicate(delivery, changes);
+        } catch (error) {
+          // Committed here, so not written again; the waiters learn that replication failed.
+          for (const step of steps) step.waiter?.reject(error);
+          continue;
+        }
+        for (const step of steps) step.waiter?.resolve();
+      }
+    } finally {
+      delivery.writing = false;
+    }
+    toRest(delivery);
+    this.onWritten(delivery);
+  }
+
+  /** Resolves when failed steps should be written again (or at once when writes are abandoned). */
+  private waitToWriteAgain(): Promise<void> {
+    if (this.abandoned) return Promise.resolve();
+    if (!this.retry) {
+      this.retryDelayMs = Math.min(WRITE_RETRY_MAX_MS, Math.max(WRITE_RETRY_MIN_MS, this.retryDelayMs * 2));
+      let wake!: () => void;
+      const wait = new Promise<void>((resolve) => (wake = resolve));
+      const timer = this.clock.setTimer(() => this.wake(), this.retryDelayMs);
+      this.retry = { wait, wake, timer };
+    }
+    return this.retry.wait;
+  }
+
+  private wake(): void {
+    const retry = this.retry;
+    this.retry = null;
+    if (!retry) return;
+    this.clock.clearTimer(retry.timer);
+    retry.wake();
+  }
+
+  /** Steps still failing to commit are left as they are in LMDB: the next start resumes from there. */
+  abandon(): void {
+    this.abandoned = true;
+    this.wake();
+  }
+}

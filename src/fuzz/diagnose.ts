@@ -1,0 +1,90 @@
+/**
+ * Known receiver mistakes, recognised from which cases of a kind passed and which failed. A
+ * diagnosis is a hint next to the verdict, never the verdict itself: it is given only when the
+ * pattern fits (every failure has the trait, and cases without it passed).
+ */
+import type { CaseKind, FuzzCase } from './cases.js';
+import { hasNonAscii } from './text.js';
+
+/** One run of a kind, as the diagnosis sees it. */
+export interface RunRecord {
+  readonly fuzzCase: FuzzCase;
+  readonly ok: boolean;
+  /** Whether a write boundary fell inside a multi-byte character. */
+  readonly splitInside: boolean;
+  readonly outcomes: readonly { readonly status: number | null }[];
+}
+
+/** When every failure has `trait` and some run without it passed. */
+function only(records: readonly RunRecord[], trait: (record: RunRecord) => boolean): boolean {
+  const failed = records.filter((record) => !record.ok);
+  return failed.length > 0 && failed.every(trait) && records.some((record) => record.ok && !trait(record));
+}
+
+const rotation = (record: RunRecord) => record.fuzzCase as Extract<FuzzCase, { kind: 'valid-rotation' }>;
+const positionOf = (record: RunRecord) => rotation(record).position % rotation(record).candidates;
+
+export function diagnose(kind: CaseKind, records: readonly RunRecord[]): string | null {
+  const failed = records.filter((record) => !record.ok);
+  if (failed.length === 0) return null;
+  switch (kind) {
+    case 'valid':
+      if (only(records, (record) => record.fuzzCase.delivery.style !== 'compact')) {
+        return 'compact JSON accepted, the same JSON re-spelled rejected: you verify re-serialised JSON instead of the raw bytes';
+      }
+      return null;
+    case 'valid-utf8':
+      if (only(records, (record) => record.fuzzCase.delivery.style !== 'escaped' && hasNonAscii((record.fuzzCase as Extract<FuzzCase, { kind: 'valid-utf8' }>).text))) {
+        return 'non-ASCII text sent as raw UTF-8 rejected, the same text \\u-escaped accepted: you read the body as latin1/binary (or re-encode it) before verifying; verify the raw bytes';
+      }
+      return 'bodies with non-ASCII text rejected: verify the raw bytes, not a string decoded from them in another encoding';
+    case 'valid-chunked':
+      if (only(records, (record) => record.splitInside)) {
+        return 'bodies that arrive in pieces cut inside a UTF-8 character rejected: you decode each chunk on its own (body += chunk); collect the Buffers and verify Buffer.concat(chunks)';
+      }
+      return 'large bodies within --max-body rejected: check your body limit and that you read the whole body before verifying';
+    case 'valid-rotation':
+      if (only(records, (record) => rotation(record).candidates > 1 && positionOf(record) < rotation(record).candidates - 1)) {
+        return 'accepted only when the right signature is the last candidate: you check only the last one; Hookline signs with every secret in grace, newest first, and any candidate may be yours';
+      }
+      if (only(records, (record) => positionOf(record) >= 2)) {
+        return 'accepted only when the right signature is among the first two candidates: you check only two; after rotations Hookline sends 3 or more, newest first';
+      }
+      if (only(records, (record) => rotation(record).candidates > 1)) {
+        return 'rejected whenever there are several candidates: you require every candidate to match, or read only one; a delivery is valid when any v1 candidate matches';
+      }
+      return null;
+    case 'id-squatting':
+      if (failed.every((record) => record.outcomes[0]?.status !== null && !(record.outcomes[0]!.status! >= 200 && record.outcomes[0]!.status! < 300))) {
+        return 'you record the webhook-id before verifying the signature: a forged request carrying a real id blocks the genuine delivery; record ids only after verification succeeds';
+      }
+      return null;
+    case 'repeated-webhook-id':
+    case 'concurrent-duplicates':
+      return 'a repeated webhook-id is refused: de-duplicate by answering 2xx without processing again, never with 409 (or pass --expect-duplicate any if something else answers repeats)';
+    case 'stale-timestamp':
+      return 'an old timestamp is accepted: your tolerance is wider than --tolerance (see the measured timestamp window), or not checked';
+    case 'future-timestamp':
+      return 'a timestamp in the future is accepted: you check only that it is not too old; reject timestamps more than the tolerance ahead too';
+    case 'bad-base64':
+      if (failed.every((record) => (record.fuzzCase as Extract<FuzzCase, { kind: 'bad-base64' }>).damage.how === 'truncate')) {
+        return 'a signature cut short is accepted: you compare a prefix (startsWith, or up to the shorter length) instead of the whole signature';
+      }
+      return 'a broken signature is accepted: compare the whole decoded signature, in constant time';
+    case 'unknown-version':
+      return 'the right signature under another version than v1 is accepted: you ignore the version prefix, or match vacuously when no v1 candidate is present (every() over none is true)';
+    case 'missing-header':
+      if (failed.every((record) => (record.fuzzCase as Extract<FuzzCase, { kind: 'missing-header' }>).header === 'webhook-signature')) {
+        return 'a request without webhook-signature is accepted: you skip verification when the header is missing';
+      }
+      return 'a request missing a webhook-* header is accepted: a delivery without all three headers is not verified';
+    case 'reserialised-json':
+      return 'JSON re-spelled after signing is accepted: you fall back to verifying re-serialised JSON, which a forger can exploit; verify the raw bytes only';
+    case 'oversized-body':
+      return 'a body over --max-body is accepted: no size limit (a sender can make you buffer any amount); refuse it with 413';
+    case 'tampered-body':
+    case 'wrong-secret':
+    case 'garbage-header':
+      return 'the signature is not checked, or not over these bytes with this secret';
+  }
+}

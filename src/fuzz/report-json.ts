@@ -1,0 +1,143 @@
+/**
+ * The machine-readable report of a fuzz run (`--format json`, one document on stdout) and its JUnit
+ * form (`--junit FILE`), for CI gates. The zod schema is the contract: docs/fuzz-report.schema.json
+ * is generated from it (test/integration/cli-fuzz.test.ts fails while that file is stale, and
+ * rewrites it with HOOKLINE_UPDATE_SCHEMA=1).
+ */
+import { z } from 'zod';
+import { CASE_KINDS } from './cases.js';
+import { describeCase } from './report.js';
+import type { Measurements } from './measure.js';
+import type { CaseResult, FailureClass, FuzzReport } from './run.js';
+
+/** Bodies larger than this are left out of the JSON (their size and the saved file remain). */
+const JSON_BODY_BYTES = 64 * 1024;
+
+const stall = z.strictObject({ status: z.number().int().nullable(), result: z.enum(['answered', 'closed', 'waiting']), afterMs: z.number().int().min(0) });
+const windowSide = z.strictObject({ acceptedSeconds: z.number().int().nullable(), unbounded: z.boolean() });
+
+export const fuzzReportSchema = z.strictObject({
+  version: z.literal(1),
+  target: z.string(),
+  seed: z.number().int(),
+  ok: z.boolean().describe('True when nothing failed: the exit status is 0.'),
+  stopped: z.string().nullable().describe('Why the run stopped early (the receiver stopped answering); null when it ran to the end.'),
+  cases: z.array(
+    z.strictObject({
+      kind: z.enum(CASE_KINDS as [string, ...string[]]),
+      what: z.string(),
+      expect: z.string(),
+      runs: z.number().int().min(0),
+      requests: z.number().int().min(0),
+      failedRuns: z.number().int().min(0),
+      answers: z.record(z.string(), z.number().int().min(0)).describe('Answers by status, or by sequence (`204→409`) for exchanges of several requests.'),
+      verdict: z.enum(['pass', 'fail']),
+      diagnosis: z.string().nullable(),
+      failures: z.array(
+        z.strictObject({
+          answers: z.string().describe('The answers that make this failure class.'),
+          reason: z.string(),
+          runs: z.number().int().min(1),
+          shrinks: z.number().int().min(0),
+          description: z.string(),
+          requests: z.array(
+            z.strictObject({
+              headers: z.record(z.string(), z.string()),
+              bodyBytes: z.number().int().min(0),
+              bodyBase64: z.string().nullable().describe('Null for bodies over 64 KiB.'),
+              framing: z.enum(['content-length', 'chunked']),
+              splits: z.array(z.number().int().min(0)),
+            }),
+          ),
+          outcomes: z.array(z.strictObject({ status: z.number().int().nullable(), error: z.string().nullable() })),
+          curl: z.array(z.string().nullable()).describe('One command per request, in order; null when the body is too large to inline and was not saved.'),
+        }),
+      ),
+    }),
+  ),
+  measurements: z
+    .strictObject({
+      timestampWindow: z.strictObject({ past: windowSide, future: windowSide, capSeconds: z.number().int() }),
+      largestBody: z.strictObject({ acceptedBytes: z.number().int().nullable(), unbounded: z.boolean(), capBytes: z.number().int() }),
+      slowBody: stall,
+      longContentLength: stall,
+      shortContentLength: z.strictObject({ status: z.number().int().nullable() }),
+      failures: z.array(z.string()),
+    })
+    .nullable()
+    .describe('Null with --no-measure, or when the run stopped.'),
+});
+
+export type FuzzJsonReport = z.output<typeof fuzzReportSchema>;
+
+export interface JsonReportInput {
+  readonly report: FuzzReport;
+  readonly target: string;
+  readonly measurements: Measurements | null;
+  readonly measurementFailures: readonly string[];
+  readonly curl: (result: CaseResult, failure: FailureClass, index: number) => readonly (string | null)[];
+}
+
+export function toJsonReport(input: JsonReportInput): FuzzJsonReport {
+  const { report } = input;
+  return {
+    version: 1,
+    target: input.target,
+    seed: report.seed,
+    ok: report.failed === 0 && report.stopped === null && input.measurementFailures.length === 0,
+    stopped: report.stopped,
+    cases: report.results.map((result) => ({
+      kind: result.kind,
+      what: result.what,
+      expect: result.expect,
+      runs: result.runs,
+      requests: result.requests,
+      failedRuns: result.failedRuns,
+      answers: { ...result.answers },
+      verdict: result.verdict,
+      diagnosis: result.diagnosis,
+      failures: result.failures.map((failure, index) => ({
+        answers: failure.answers,
+        reason: failure.reason,
+        runs: failure.runs,
+        shrinks: failure.shrinks,
+        description: describeCase(failure.fuzzCase),
+        requests: failure.exchange.requests.map((request) => ({
+          headers: { ...request.headers },
+          bodyBytes: request.body.length,
+          bodyBase64: request.body.length <= JSON_BODY_BYTES ? Buffer.from(request.body).toString('base64') : null,
+          framing: request.transfer?.framing ?? 'content-length',
+          splits: [...(request.transfer?.splits ?? [])],
+        })),
+        outcomes: failure.outcomes.map((outcome) => ({ status: outcome.status, error: outcome.error })),
+        curl: [...input.curl(result, failure, index)],
+      })),
+    })),
+    measurements: input.measurements ? { ...input.measurements, failures: [...input.measurementFailures] } : null,
+  };
+}
+
+const xml = (text: string) => text.replace(/[<>&"']/g, (char) => `&#${char.charCodeAt(0)};`).replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, '');
+
+/** The run as JUnit XML: one test case per kind of case, a failure element per failure class. */
+export function toJunit(json: FuzzJsonReport): string {
+  const failures = json.cases.filter((entry) => entry.verdict === 'fail').length + (json.measurements?.failures.length ? 1 : 0) + (json.stopped ? 1 : 0);
+  const tests = json.cases.length + (json.measurements ? 1 : 0) + (json.stopped ? 1 : 0);
+  const lines = [`<?xml version="1.0" encoding="UTF-8"?>`, `<testsuites name="hookline fuzz" tests="${tests}" failures="${failures}">`, `  <testsuite name="hookline fuzz ${xml(json.target)}" tests="${tests}" failures="${failures}">`, `    <properties><property name="seed" value="${json.seed}"/></properties>`];
+  for (const entry of json.cases) {
+    lines.push(`    <testcase classname="hookline.fuzz" name="${entry.kind}">`);
+    for (const failure of entry.failures) {
+      const body = [entry.diagnosis ? `diagnosis: ${entry.diagnosis}` : '', failure.description, ...failure.curl.map((command) => command ?? '(body too large to inline: --save-failures DIR)')].filter(Boolean).join('\n');
+      lines.push(`      <failure message="${xml(`${failure.reason}; ${failure.runs} of ${entry.runs} runs`)}" type="${xml(failure.answers)}">${xml(body)}</failure>`);
+    }
+    lines.push(`    </testcase>`);
+  }
+  if (json.measurements) {
+    lines.push(`    <testcase classname="hookline.fuzz" name="measurements">`);
+    for (const failure of json.measurements.failures) lines.push(`      <failure message="${xml(failure)}"/>`);
+    lines.push(`      <system-out>${xml(JSON.stringify({ ...json.measurements, failures: undefined }))}</system-out>`, `    </testcase>`);
+  }
+  if (json.stopped) lines.push(`    <testcase classname="hookline.fuzz" name="receiver answering"><failure message="${xml(json.stopped)}"/></testcase>`);
+  lines.push('  </testsuite>', '</testsuites>', '');
+  return lines.join('\n');
+}

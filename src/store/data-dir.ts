@@ -1,0 +1,87 @@
+import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { userInfo } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { HooklineError, isHooklineError } from '../errors.js';
+import { lockDataDir } from './data-dir-lock.js';
+
+/** A data directory this process owns from `claimDataDir` until `release` or `abandon`. */
+export interface ClaimedDataDir {
+  /** Gives the directory up after a clean stop; its contents stay. */
+  release(): void;
+  /**
+   * Gives the directory up after a start that failed, removing whatever this start created in it
+   * (the directory itself, if it made it): a failed start leaves the disk as it found it.
+   */
+  abandon(): void;
+}
+
+/**
+ * Creates `dataDir` if needed and takes its lock (see lockDataDir). Failures name the setting,
+ * its value and what to do: a path under a file, a directory this user cannot write, a read-only
+ * filesystem, another process owning it.
+ * @throws {HooklineError} `HOOKLINE_ERR_STARTUP` or `HOOKLINE_ERR_DATA_DIR_IN_USE`
+ */
+export function claimDataDir(dataDir: string): ClaimedDataDir {
+  let entriesBefore: Set<string> | null;
+  try {
+    entriesBefore = new Set(readdirSync(dataDir));
+  } catch {
+    entriesBefore = null;
+  }
+  let created: string | undefined;
+  try {
+    created = mkdirSync(dataDir, { recursive: true });
+    const lock = lockDataDir(dataDir);
+    return {
+      release: () => lock.release(),
+      abandon() {
+        // Removed while still locked, so no other start can begin in between.
+        try {
+          if (created !== undefined) rmSync(created, { recursive: true, force: true });
+          else for (const entry of readdirSync(dataDir)) if (!entriesBefore?.has(entry)) rmSync(join(dataDir, entry), { recursive: true, force: true });
+        } finally {
+          lock.release();
+        }
+      },
+    };
+  } catch (error) {
+    if (created !== undefined) rmSync(created, { recursive: true, force: true });
+    if (isHooklineError(error)) throw error;
+    throw dataDirError(dataDir, error as NodeJS.ErrnoException);
+  }
+}
+
+function dataDirError(dataDir: string, error: NodeJS.ErrnoException): HooklineError {
+  const setting = `HOOKLINE_DATA_DIR=${dataDir}`;
+  const file = error.code === 'ENOTDIR' || error.code === 'EEXIST' ? fileOnPath(dataDir) : null;
+  const explanation = file
+    ? `${file} is a file, not a directory; set HOOKLINE_DATA_DIR to a directory (it is created if missing)`
+    : error.code === 'EACCES' || error.code === 'EPERM'
+      ? `cannot be written by user ${currentUser()} (${error.code}); give that user write permission on it (chown or chmod) or choose another HOOKLINE_DATA_DIR`
+      : error.code === 'EROFS'
+        ? 'is on a read-only filesystem; choose a directory on a writable one'
+        : error.code === 'ENOSPC'
+          ? 'is on a full disk; free space or choose another HOOKLINE_DATA_DIR'
+          : `cannot be created or written (${error.code ?? error.message}); choose another HOOKLINE_DATA_DIR`;
+  return new HooklineError('HOOKLINE_ERR_STARTUP', `${setting} ${file ? `cannot be used: ${explanation}` : explanation}`, { cause: error, details: [{ path: 'HOOKLINE_DATA_DIR', message: explanation }] });
+}
+
+/** The part of `path` that exists and is not a directory (the path itself, or one of its parents). */
+function fileOnPath(path: string): string | null {
+  for (let current = resolve(path); ; current = dirname(current)) {
+    try {
+      if (!statSync(current).isDirectory()) return current;
+    } catch {
+      // missing, or itself under a file: look further up
+    }
+    if (dirname(current) === current) return null;
+  }
+}
+
+function currentUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return String(process.getuid?.() ?? 'unknown');
+  }
+}

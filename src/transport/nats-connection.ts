@@ -1,0 +1,210 @@
+import { readFileSync } from 'node:fs';
+import { connect as netConnect, isIP } from 'node:net';
+import { connect as tlsConnect, createSecureContext } from 'node:tls';
+import { connect, credsAuthenticator, nkeyAuthenticator, nkeys } from '@nats-io/transport-node';
+import type { ConnectionOptions, NatsConnection, TlsOptions } from '@nats-io/transport-node';
+import { z } from 'zod';
+import type { Logger } from '../actors/project-actor.js';
+import { HooklineError } from '../errors.js';
+import { natsAuthMode, seedUrls } from './nats-access.js';
+import type { NatsAccess } from './nats-access.js';
+import { NATS_CONNECT_TIMEOUT_MS, natsStartError } from './nats-start-error.js';
+
+/**
+ * Settings → nats.js connect options: the seed URLs (with credentials carried in them taken out,
+ * since nats.js ignores them), one authentication mode, and TLS. Every file a setting names is read
+ * and checked here, before any connection, so a missing CA, a malformed creds file or a key that is
+ * not the certificate's fails the start with one line naming that setting.
+ */
+
+function configError(setting: string, value: string, problem: string): HooklineError {
+  return new HooklineError('HOOKLINE_ERR_CONFIG', `${setting}=${value}: ${problem}`, { details: [{ path: setting, message: problem }] });
+}
+
+function readSettingFile(setting: string, path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'a directory, not a file' : ((error as Error).message ?? code);
+    throw configError(setting, path, `cannot be read (${why}); point it at a readable file`);
+  }
+}
+
+/** The part of a user JWT's claims checked before connecting: when it expires (Unix seconds), if ever. */
+const jwtClaims = z.object({ exp: z.number().optional() });
+
+/** The user JWT and seed of a `.creds` file, checked: well formed, a user seed, not expired. */
+function readCreds(path: string, now: number): Uint8Array {
+  const text = readSettingFile('HOOKLINE_NATS_CREDS', path);
+  const block = (label: string) => new RegExp(`-{3,}BEGIN ${label}-{3,}\\s*(\\S+)\\s+-{3,}END ${label}-{3,}`).exec(text)?.[1];
+  const jwt = block('NATS USER JWT');
+  const seed = block('USER NKEY SEED');
+  const malformed = (what: string) => configError('HOOKLINE_NATS_CREDS', path, `is not a valid creds file (${what}); use the .creds file made for this user (nsc generate creds, or your operator's tooling)`);
+  if (!jwt || !seed) throw malformed('it needs a NATS USER JWT block and a USER NKEY SEED block');
+  checkUserSeed(seed, malformed);
+  let claims: z.infer<typeof jwtClaims>;
+  try {
+    claims = jwtClaims.parse(JSON.parse(Buffer.from(jwt.split('.')[1] ?? '', 'base64url').toString('utf8')));
+  } catch {
+    throw malformed('its JWT does not decode');
+  }
+  if (claims.exp !== undefined && claims.exp * 1000 <= now) {
+    throw configError('HOOKLINE_NATS_CREDS', path, `its user JWT expired at ${new Date(claims.exp * 1000).toISOString()}; issue new credentials for this user`);
+  }
+  return new TextEncoder().encode(text);
+}
+
+function checkUserSeed(seed: string, malformed: (what: string) => HooklineError): void {
+  if (!seed.startsWith('SU')) throw malformed('the seed is not a user nkey seed (SU…)');
+  try {
+    nkeys.fromSeed(new TextEncoder().encode(seed));
+  } catch {
+    throw malformed('the seed does not decode');
+  }
+}
+
+function readNkeySeed(path: string): Uint8Array {
+  const seed = readSettingFile('HOOKLINE_NATS_NKEY', path).trim();
+  checkUserSeed(seed, (what) => configError('HOOKLINE_NATS_NKEY', path, `is not an nkey seed file (${what}); it holds one line, the user's seed SU… (nk -gen user)`));
+  return new TextEncoder().encode(seed);
+}
+
+/** TLS options, with every file read and the certificate matched to its key before connecting. */
+function tlsOptions(access: NatsAccess): TlsOptions {
+  const tls: TlsOptions = {};
+  if (access.natsTlsCa) tls.ca = pemFile('HOOKLINE_NATS_TLS_CA', access.natsTlsCa);
+  if (access.natsTlsCert && access.natsTlsKey) {
+    tls.cert = pemFile('HOOKLINE_NATS_TLS_CERT', access.natsTlsCert);
+    tls.key = pemFile('HOOKLINE_NATS_TLS_KEY', access.natsTlsKey);
+    try {
+      createSecureContext({ cert: tls.cert, key: tls.key });
+    } catch (error) {
+      throw configError('HOOKLINE_NATS_TLS_KEY', access.natsTlsKey, `does not go with HOOKLINE_NATS_TLS_CERT=${access.natsTlsCert} (${(error as Error).message}); give the private key of that client certificate`);
+    }
+  }
+  if (tls.ca) {
+    try {
+      createSecureContext({ ca: tls.ca });
+    } catch (error) {
+      throw configError('HOOKLINE_NATS_TLS_CA', access.natsTlsCa!, `is not a usable CA bundle (${(error as Error).message}); give the PEM of the CA that signed the servers' certificates`);
+    }
+  }
+  return tls;
+}
+
+function pemFile(setting: string, path: string): string {
+  const text = readSettingFile(setting, path);
+  if (!text.includes('-----BEGIN ')) throw configError(setting, path, 'is not a PEM file (no -----BEGIN line); give the PEM file');
+  return text;
+}
+
+/**
+ * nats.js connect options for `access`: servers, authentication and TLS; `extra` adds the caller's
+ * own (name, reconnect policy). Throws a `HOOKLINE_ERR_CONFIG` naming the setting when a file it
+ * names cannot be used.
+ */
+export function natsConnectOptions(access: NatsAccess, extra: Partial<ConnectionOptions> = {}, now = Date.now()): ConnectionOptions {
+  const seeds = seedUrls(access.natsUrl);
+  // nats.js gives each seed the whole timeout in turn: several silent seeds would take too long to fail.
+  const timeout = Math.max(MIN_SEED_TIMEOUT_MS, Math.floor(NATS_CONNECT_TIMEOUT_MS / seeds.length));
+  const options: ConnectionOptions = { servers: seeds.map((seed) => seed.server), timeout, ...extra };
+  const mode = natsAuthMode(access);
+  if (mode === 'creds') options.authenticator = credsAuthenticator(readCreds(access.natsCredsFile!, now));
+  else if (mode === 'nkey') options.authenticator = nkeyAuthenticator(readNkeySeed(access.natsNkeyFile!));
+  else if (mode === 'token') options.token = access.natsToken!;
+  else if (mode === 'user') Object.assign(options, { user: access.natsUser!, pass: access.natsPassword ?? '' });
+  else if (mode === 'url') {
+    const userInfo = seeds.find((seed) => seed.userInfo !== null)!.userInfo!;
+    const separator = userInfo.indexOf(':');
+    if (separator >= 0) Object.assign(options, { user: userInfo.slice(0, separator), pass: userInfo.slice(separator + 1) });
+    else options.token = userInfo;
+  }
+  if (access.natsTlsCa || access.natsTlsCert || seeds.some((seed) => seed.tls)) options.tls = tlsOptions(access);
+  return options;
+}
+
+/** How long the first connection may take in all, whatever nats.js does meanwhile. */
+const FIRST_CONNECT_DEADLINE_MS = NATS_CONNECT_TIMEOUT_MS + 2_000;
+
+/** The first connection's time for each seed at least, however many seeds there are. */
+const MIN_SEED_TIMEOUT_MS = 2_000;
+
+export interface ConnectNatsOptions extends Partial<ConnectionOptions> {
+  /** Where losing and regaining the connection is reported, once each time. @default none */
+  logger?: Pick<Logger, 'info' | 'warn'>;
+}
+
+/**
+ * Connects to NATS as `access` says, reconnecting forever to any seed or server the cluster
+ * announces. A failure to connect is one `HOOKLINE_ERR_NATS_UNAVAILABLE` (or `HOOKLINE_ERR_CONFIG`)
+ * line naming the setting to check (src/transport/nats-start-error.ts).
+ */
+export async function connectNats(access: NatsAccess, { logger, ...extra }: ConnectNatsOptions = {}): Promise<NatsConnection> {
+  const options = natsConnectOptions(access, { reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250, ...extra });
+  let connection: NatsConnection;
+  const pending = connect(options);
+  let timer: NodeJS.Timeout | undefined;
+  // nats.js may keep dialling forever when a server closes the connection during the handshake
+  // (reconnect on, several seeds): the start gives up on its own clock too.
+  const deadline = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`timeout: no NATS connection within ${FIRST_CONNECT_DEADLINE_MS} ms`)), FIRST_CONNECT_DEADLINE_MS);
+  });
+  try {
+    connection = await Promise.race([pending, deadline]);
+  } catch (error) {
+    pending.then((late) => late.close(), () => {}).catch(() => {});
+    // A server that wants a client certificate refuses one missing only after a TLS 1.3 handshake,
+    // which nats.js sees as a silent server (a timeout); a probe of our own hears the refusal.
+    const refusal = options.tls && /timeout/i.test(String((error as Error).message)) ? await tlsRefusal(seedUrls(access.natsUrl)[0]!.server, options.tls) : null;
+    throw natsStartError(access, refusal ?? error);
+  } finally {
+    clearTimeout(timer);
+  }
+  if (logger) void reportConnectionChanges(connection, logger);
+  return connection;
+}
+
+/** How long the TLS probe waits for a refusal after its handshake. */
+const TLS_PROBE_MS = 1_500;
+
+/**
+ * The error a NATS server's TLS gives this client, if any: reads the server's INFO line, upgrades
+ * the socket as nats.js does, and waits briefly for an alert (certificate required, unknown CA).
+ */
+function tlsRefusal(server: string, tls: TlsOptions): Promise<Error | null> {
+  const [, host = '127.0.0.1', port = '4222'] = /^(?:[a-z]+:\/\/)?\[?([^\]]*?)\]?(?::(\d+))?$/i.exec(server) ?? [];
+  return new Promise((resolve) => {
+    const raw = netConnect({ host, port: Number(port) });
+    let settled = false;
+    const done = (error: Error | null) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      raw.destroy();
+      resolve(error);
+    };
+    const timer = setTimeout(() => done(null), NATS_CONNECT_TIMEOUT_MS);
+    raw.once('error', () => done(null));
+    raw.once('data', () => {
+      const secure = tlsConnect({ socket: raw, servername: isIP(host) ? undefined : host, ca: tls.ca, cert: tls.cert, key: tls.key });
+      secure.once('error', (error) => done(error));
+      secure.once('secureConnect', () => setTimeout(() => done(null), TLS_PROBE_MS));
+      secure.resume();
+    });
+  });
+}
+
+/** One line when the connection drops and one when it is back (with the server it reached). */
+async function reportConnectionChanges(connection: NatsConnection, logger: Pick<Logger, 'info' | 'warn'>): Promise<void> {
+  let down = false;
+  for await (const status of connection.status()) {
+    if (status.type === 'disconnect' && !down) {
+      down = true;
+      logger.warn({ server: status.server }, 'NATS connection lost; reconnecting to any seed or cluster server');
+    } else if (status.type === 'reconnect') {
+      down = false;
+      logger.info({ server: status.server }, 'NATS connection restored');
+    }
+  }
+}

@@ -1,0 +1,156 @@
+import { jetstreamManager } from '@nats-io/jetstream';
+import type { ConsumerConfig, JetStreamManager, StreamConfig, StreamInfo } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import type { KV } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { HooklineError } from '../errors.js';
+
+/**
+ * Creating the streams and KV buckets Hookline needs, safely from several nodes at once: nodes
+ * started together race to create the same stream, and a JetStream API request can time out while
+ * a NATS cluster elects a meta leader or places a replicated stream (three nodes started together
+ * failed 1 of 2 tries with a timeout). Creating is therefore read-then-create, retried on a timeout
+ * or a lost race until `SETUP_DEADLINE_MS`; what exists is checked for the replica count asked for,
+ * not silently used with another.
+ */
+
+/** How long creating one stream or bucket may keep retrying. */
+export const SETUP_DEADLINE_MS = 30_000;
+
+/** How long placing a replicated stream may keep failing (servers of the cluster still starting). */
+const PLACEMENT_DEADLINE_MS = 8_000;
+
+/** How long JetStream may not answer at all (a new cluster electing its meta leader), so that a server without it is still reported soon. */
+const JETSTREAM_MISSING_DEADLINE_MS = 5_000;
+
+/** A failure that another try may not meet: a timeout, a leader election, a race lost to another node. */
+function isTransient(error: unknown): boolean {
+  const { code, message, name } = error as { code?: unknown; message?: unknown; name?: unknown };
+  const text = `${String(name)} ${String(message)}`.toLowerCase();
+  // 10058: stream name already in use (another node created it a moment ago, config not yet equal).
+  return code === 10058 || code === 10008 || text.includes('timeout') || text.includes('temporarily unavailable') || text.includes('already in use') || text.includes('leader') || isPlacement(error);
+}
+
+/** JetStream could not put the replicas anywhere: fewer servers with JetStream up than replicas (10005, 10023). */
+function isPlacement(error: unknown): boolean {
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  return code === 10005 || code === 10023 || /no suitable peers|insufficient resources/i.test(String(message));
+}
+
+/** A replica count the NATS servers cannot hold, as the setting's one line; null for other failures. */
+function replicaError(error: unknown, kind: 'stream' | 'KV bucket', name: string, replicas: number): HooklineError | null {
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  let problem: string;
+  if (code === 10074 || /not supported in non-clustered mode/i.test(String(message))) problem = 'the NATS server is not part of a cluster, so it keeps one copy of each stream';
+  else if (isPlacement(error)) problem = `fewer than ${replicas} NATS servers with JetStream are up in the cluster (${String(message)})`;
+  else return null;
+  const line = `cannot keep ${replicas} replicas of the ${kind} ${name}: ${problem}; set it to at most the number of NATS servers, or start them`;
+  return new HooklineError('HOOKLINE_ERR_CONFIG', `HOOKLINE_NATS_REPLICAS=${replicas}: ${line}`, { cause: error, details: [{ path: 'HOOKLINE_NATS_REPLICAS', message: line }] });
+}
+
+/**
+ * JetStream does not answer for the account: not enabled on the server, or a NATS cluster that has
+ * just started and has no JetStream meta leader yet (nodes started with it saw this). Retried
+ * briefly, then reported as it is.
+ */
+function isJetStreamMissing(error: unknown): boolean {
+  const { name, message } = error as { name?: unknown; message?: unknown };
+  return name === 'JetStreamNotEnabled' || /jetstream is not enabled/i.test(String(message));
+}
+
+function isNotFound(error: unknown): boolean {
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  return code === 10059 || code === 10014 || /(stream|consumer) not found/i.test(String(message));
+}
+
+async function retrying<T>(what: string, attempt: () => Promise<T>): Promise<T> {
+  const started = Date.now();
+  for (let tries = 0; ; tries++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      const deadline = started + (isJetStreamMissing(error) ? JETSTREAM_MISSING_DEADLINE_MS : isPlacement(error) ? PLACEMENT_DEADLINE_MS : SETUP_DEADLINE_MS);
+      if (isJetStreamMissing(error)) {
+        if (Date.now() > deadline) throw error;
+      } else if (!isTransient(error) || Date.now() > deadline) {
+        if (isTransient(error)) throw new Error(`${what}: still failing after ${(deadline - started) / 1000} s (${(error as Error).message})`, { cause: error });
+        throw error;
+      }
+      await new Promise<void>((resolve) => setTimeout(resolve, Math.min(100 * 2 ** tries, 2_000) * (0.5 + Math.random())));
+    }
+  }
+}
+
+/**
+ * A stream or bucket made earlier with another replica count: reported, since using it would give
+ * less (or more) durability than HOOKLINE_NATS_REPLICAS promises.
+ */
+function checkReplicas(kind: 'stream' | 'KV bucket', name: string, stream: string, info: StreamInfo, replicas: number): void {
+  const actual = info.config.num_replicas || 1;
+  if (actual === replicas) return;
+  const problem = `the ${kind} ${name} exists with ${actual} replica${actual === 1 ? '' : 's'}; change it to ${replicas} (nats stream edit ${stream} --replicas ${replicas}) or set HOOKLINE_NATS_REPLICAS=${actual}`;
+  throw new HooklineError('HOOKLINE_ERR_CONFIG', `HOOKLINE_NATS_REPLICAS=${replicas}: ${problem}`, { details: [{ path: 'HOOKLINE_NATS_REPLICAS', message: problem }] });
+}
+
+/**
+ * A JetStream manager; making one asks the server for the account's JetStream, which can time out
+ * like any API call while the cluster is busy, so it is retried too (no JetStream at all is not).
+ */
+export function reachJetStream(connection: NatsConnection): Promise<JetStreamManager> {
+  return retrying('reaching JetStream', () => jetstreamManager(connection));
+}
+
+/**
+ * A replicated stream takes writes only once it has a leader, and one just made (or on a NATS
+ * cluster just started) may have none for a moment: its first write then meets "no responders",
+ * which nats.js reports as "jetstream is not enabled". Waits for the leader, as long as a setup may.
+ */
+async function withLeader(manager: JetStreamManager, stream: string, info: StreamInfo): Promise<StreamInfo> {
+  const deadline = Date.now() + SETUP_DEADLINE_MS;
+  let current = info;
+  while ((current.config.num_replicas || 1) > 1 && !current.cluster?.leader) {
+    if (Date.now() > deadline) throw new Error(`stream ${stream} has no leader after ${SETUP_DEADLINE_MS / 1000} s; check that the NATS servers are routed to each other`);
+    await new Promise<void>((resolve) => setTimeout(resolve, 100));
+    current = await retrying(`reading stream ${stream}`, () => manager.streams.info(stream));
+  }
+  return current;
+}
+
+/** The stream's info, creating it with `config` when absent; one that exists is used as it is, but for its replica count. */
+export async function ensureStream(manager: JetStreamManager, config: Partial<StreamConfig> & { name: string; num_replicas: number }): Promise<StreamInfo> {
+  const info = await retrying(`creating stream ${config.name}`, async () => {
+    const existing = await manager.streams.info(config.name).catch((error: unknown) => {
+      if (isNotFound(error)) return null;
+      throw error;
+    });
+    return existing ?? (await manager.streams.add(config));
+  }).catch((error: unknown) => {
+    throw replicaError(error, 'stream', config.name, config.num_replicas) ?? error;
+  });
+  checkReplicas('stream', config.name, config.name, info, config.num_replicas);
+  return withLeader(manager, config.name, info);
+}
+
+/** The KV bucket, created when absent with one value per key and `replicas`. */
+export async function ensureKv(connection: NatsConnection, bucket: string, replicas: number): Promise<KV> {
+  const manager = await reachJetStream(connection);
+  const stream = `KV_${bucket}`;
+  const kv = await retrying(`creating KV bucket ${bucket}`, () => new Kvm(connection).create(bucket, { history: 1, replicas })).catch((error: unknown) => {
+    throw replicaError(error, 'KV bucket', bucket, replicas) ?? error;
+  });
+  const info = await retrying(`reading KV bucket ${bucket}`, () => manager.streams.info(stream));
+  checkReplicas('KV bucket', bucket, stream, info, replicas);
+  await withLeader(manager, stream, info);
+  return kv;
+}
+
+/** The durable consumer, created with `config` when absent (an existing one is used as it is). */
+export async function ensureConsumer(manager: JetStreamManager, stream: string, config: Partial<ConsumerConfig> & { durable_name: string }): Promise<void> {
+  await retrying(`creating consumer ${config.durable_name} on ${stream}`, async () => {
+    const existing = await manager.consumers.info(stream, config.durable_name).catch((error: unknown) => {
+      if (isNotFound(error)) return null;
+      throw error;
+    });
+    if (!existing) await manager.consumers.add(stream, config);
+  });
+}

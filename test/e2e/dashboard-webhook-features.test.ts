@@ -1,0 +1,68 @@
+/**
+ * Issue 15's fields on the dashboard's webhook page, in a real browser (Debian's Chromium via
+ * playwright-core) against a real node and receivers: custom headers, payload filter, FIFO ordering
+ * and the operational URL are set from the form, stored, shown, and take effect.
+ */
+import { describe, expect, it } from 'vitest';
+import { API_KEY, startTestHookline, waitForDeliveryStatus } from '../helpers/hookline.js';
+import { startReceiver } from '../helpers/receiver.js';
+import { openPage, screenshot, signIn, useChromium } from './browser.js';
+
+const browser = useChromium();
+
+describe('webhook delivery features on the dashboard (headless Chromium)', () => {
+  it('sets headers, filter, ordering and the operational URL from the form; a malformed filter or header line is refused on the page', { timeout: 60_000 }, async () => {
+    const hookline = await startTestHookline();
+    const receiver = await startReceiver();
+    const ops = await startReceiver();
+    const { page, problems } = await openPage(browser());
+    await signIn(page, hookline.url, API_KEY);
+    await page.getByRole('link', { name: 'Webhook' }).click();
+    await page.getByText('No webhook is configured yet').waitFor();
+
+    await page.getByLabel('Endpoint URL').fill(receiver.url);
+    await page.getByLabel('Custom headers').fill('X-Tenant acme');
+    await page.getByRole('button', { name: 'Save webhook' }).click();
+    await page.getByText('Custom headers, line 1: write it as Name: value').waitFor();
+    await page.getByLabel('Custom headers').fill('X-Tenant: acme\nX-Region: eu');
+    await page.getByLabel('Payload filter').fill('{"data.amount": {"$gte": 100');
+    await page.getByRole('button', { name: 'Save webhook' }).click();
+    await page.getByText('Payload filter: not valid JSON').waitFor();
+    // A rule the server refuses: its answer names the bad node.
+    await page.getByLabel('Payload filter').fill('{"data.amount": {"$gt": "ten"}}');
+    await page.getByRole('button', { name: 'Save webhook' }).click();
+    await page.getByText('body.filter.data.amount.$gt').waitFor();
+    expect((await hookline.api('GET', '/v1/webhook')).status).toBe(404);
+
+    await page.getByLabel('Payload filter').fill('{"data.amount": {"$gte": 100}}');
+    await page.getByRole('radio', { name: /^FIFO/ }).check();
+    await page.getByLabel('Operational events URL').fill(ops.url);
+    await page.getByRole('button', { name: 'Save webhook' }).click();
+    await page.getByText('Saved.').waitFor();
+
+    const config = await hookline.client.getWebhook();
+    expect(config).toMatchObject({ headers: { 'X-Tenant': 'acme', 'X-Region': 'eu' }, filter: { 'data.amount': { $gte: 100 } }, ordering: 'fifo', operationalUrl: ops.url });
+    const current = page.getByRole('region', { name: 'Current configuration' });
+    await current.getByText('fifo: one at a time, in ingest order').waitFor();
+    await current.getByText(ops.url).waitFor();
+
+    // The form shows what is stored after a reload, and the secrets panel shows the operational secret.
+    await page.reload();
+    await page.getByRole('link', { name: 'Webhook' }).click();
+    await page.getByLabel('Custom headers').waitFor();
+    expect(await page.getByLabel('Custom headers').inputValue()).toBe('X-Tenant: acme\nX-Region: eu');
+    expect(JSON.parse(await page.getByLabel('Payload filter').inputValue())).toEqual({ 'data.amount': { $gte: 100 } });
+    expect(await page.getByRole('radio', { name: /^FIFO/ }).isChecked()).toBe(true);
+    await page.getByRole('button', { name: 'Show secret' }).click();
+    const { operationalSecret } = await hookline.client.getSecret();
+    await page.getByText(operationalSecret!).waitFor();
+
+    receiver.secret = (await hookline.client.getSecret()).secret;
+    expect((await hookline.client.sendEvent({ type: 'service.trigger.event', data: { amount: 1 } })).deliveryId).toBeNull();
+    const sent = await hookline.client.sendEvent({ type: 'service.trigger.event', data: { amount: 150 } });
+    await waitForDeliveryStatus(hookline.client, sent.deliveryId!, 'succeeded');
+    expect(receiver.received[0]!.headers).toMatchObject({ 'x-tenant': 'acme', 'x-region': 'eu' });
+    await screenshot(page, 'webhook-features', { readme: false, fullPage: true });
+    expect(problems).toEqual([]);
+  });
+});

@@ -1,0 +1,164 @@
+import { randomBytes } from 'node:crypto';
+import { RetentionPolicy, StorageType, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import type { JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { pack } from 'msgpackr';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { PartitionChangelog } from '../../src/cluster/changelog.js';
+import type { ChangelogRecord } from '../../src/cluster/changelog.js';
+import type { DeliveryChange, DeliveryRecord, EventRecord } from '../../src/store/records.js';
+import { SHARED_NATS_URL, connectNats, deleteStreams } from '../helpers/nats.js';
+import { deliveryWithTransitions } from '../helpers/store-fixtures.js';
+
+/**
+ * The partition changelog against the shared JetStream: appends of one turn go out as one message,
+ * a restore reads the latest version of every record (from batches and from the one-message-per-record
+ * format of earlier versions), and a batch from a node that lost the partition is fenced.
+ */
+
+let nc: NatsConnection;
+let manager: JetStreamManager;
+const streams = new Set<string>();
+
+beforeAll(async () => {
+  nc = await connectNats(SHARED_NATS_URL);
+  manager = await jetstreamManager(nc);
+});
+
+afterEach(async () => {
+  await deleteStreams(nc, streams);
+  streams.clear();
+});
+
+afterAll(async () => {
+  await nc?.close();
+});
+
+function names(): { stream: string; prefix: string } {
+  const suffix = randomBytes(5).toString('hex');
+  const stream = `HL_CHANGELOG_${suffix}`;
+  streams.add(stream);
+  return { stream, prefix: `hlchangelog.${suffix}` };
+}
+
+const delivery = (id: string, transitions: number, status: DeliveryRecord['status']) => deliveryWithTransitions(id, transitions, status, transitions - 1);
+
+const event = (id: string): EventRecord => ({
+  id,
+  type: 'service.trigger.event',
+  fingerprint: 'f',
+  envelope: new TextEncoder().encode(`{"id":"${id}"}`),
+  createdAt: 1,
+  answer: { id, deliveryId: null },
+  deliveryIds: [],
+});
+
+async function restored(changelog: PartitionChangelog, partition: number): Promise<Map<string, ChangelogRecord>> {
+  const changes = new Map<string, ChangelogRecord>();
+  await changelog.restore(partition, (change) => void changes.set(change.kind === 'webhook' ? `webhook:${change.projectId}` : change.record.id, change));
+  return changes;
+}
+
+describe('partition changelog', () => {
+  it('stores the appends of one turn as one message per partition, each resolving once it is stored', async () => {
+    const { stream, prefix } = names();
+    const changelog = new PartitionChangelog(nc, stream, prefix);
+    await changelog.ensureStream();
+    await changelog.restore(3, () => {});
+    const held = () => true;
+    await Promise.all([
+      ...Array.from({ length: 50 }, (_, i) => changelog.append(3, { kind: 'event', projectId: 'p1', record: event(`evt_${i}`) }, held)),
+      changelog.append(3, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_a', 1, 'pending') }, held),
+      changelog.append(3, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_a', 3, 'succeeded') }, held),
+      changelog.append(4, { kind: 'delivery', projectId: 'p2', record: delivery('dlv_b', 1, 'pending') }, held),
+    ]);
+    const info = await manager.streams.info(stream, { subjects_filter: `${prefix}.>` });
+    expect(info.state.messages).toBe(2);
+    expect(info.state.subjects).toEqual({ [`${prefix}.3.log`]: 1, [`${prefix}.4.log`]: 1 });
+
+    // A later version in a later batch wins over the one before it.
+    await changelog.append(3, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_a', 5, 'dead_lettered') }, held);
+    const other = new PartitionChangelog(nc, stream, prefix);
+    const partition3 = await restored(other, 3);
+    expect(partition3.size).toBe(51);
+    expect(partition3.get('dlv_a')!.record).toMatchObject({ status: 'dead_lettered' });
+    expect([...(await restored(other, 4)).keys()]).toEqual(['dlv_b']);
+  });
+
+  it('restores a delivery from its record and its steps in transition order, a re-sent step once, and stops at a gap', async () => {
+    const { stream, prefix } = names();
+    const changelog = new PartitionChangelog(nc, stream, prefix);
+    await changelog.ensureStream();
+    await changelog.restore(2, () => {});
+    const held = () => true;
+    const step = (transitionIndex: number, status: DeliveryRecord['status'], attempt?: boolean): DeliveryChange => ({
+      status,
+      attempts: attempt ? 1 : 0,
+      roundAttempts: attempt ? 1 : 0,
+      roundSize: 5,
+      nextAttemptAt: null,
+      updatedAt: 10 + transitionIndex,
+      transitions: [{ from: 'pending', to: status, event: 'START_ATTEMPT', at: 10 + transitionIndex }],
+      transitionIndex,
+      attemptIndex: 0,
+      ...(attempt ? { attempt: { attempt: 1, at: 11, statusCode: 204, durationMs: 1, error: null, errorCode: null, responseBody: '' } } : {}),
+    });
+    await changelog.append(2, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_s', 1, 'pending') }, held);
+    await changelog.append(2, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_gap', 1, 'pending') }, held);
+    // A step appended on its own, then again with the next one (steps written again after a failed commit).
+    await changelog.append(2, { kind: 'steps', projectId: 'p1', record: { id: 'dlv_s', changes: [step(1, 'delivering')] } }, held);
+    await changelog.append(2, { kind: 'steps', projectId: 'p1', record: { id: 'dlv_s', changes: [step(1, 'delivering'), step(2, 'succeeded', true)] } }, held);
+    await changelog.append(2, { kind: 'steps', projectId: 'p1', record: { id: 'dlv_gap', changes: [step(1, 'delivering')] } }, held);
+    await changelog.append(2, { kind: 'steps', projectId: 'p1', record: { id: 'dlv_gap', changes: [step(3, 'succeeded', true)] } }, held);
+
+    const records = await restored(new PartitionChangelog(nc, stream, prefix), 2);
+    expect([...records.keys()].sort()).toEqual(['dlv_gap', 'dlv_s']);
+    const done = records.get('dlv_s')!.record as DeliveryRecord;
+    expect(done).toMatchObject({ status: 'succeeded', attempts: 1, updatedAt: 12 });
+    expect(done.transitions.map((t) => t.to)).toEqual(['pending', 'delivering', 'succeeded']);
+    expect(done.attemptLog).toHaveLength(1);
+    const gap = records.get('dlv_gap')!.record as DeliveryRecord;
+    expect(gap.status).toBe('delivering');
+    expect(gap.transitions).toHaveLength(2);
+  });
+
+  it('restores records of the one-message-per-record format and widens that stream to keep every batch', async () => {
+    const { stream, prefix } = names();
+    await manager.streams.add({ name: stream, subjects: [`${prefix}.>`], storage: StorageType.File, retention: RetentionPolicy.Limits, max_msgs_per_subject: 1 });
+    const js = jetstream(nc);
+    await js.publish(`${prefix}.7.e.p1.evt_old`, pack(event('evt_old')));
+    await js.publish(`${prefix}.7.d.p1.dlv_old`, pack(delivery('dlv_old', 2, 'retrying')));
+
+    const changelog = new PartitionChangelog(nc, stream, prefix);
+    await changelog.ensureStream();
+    expect((await manager.streams.info(stream)).config.max_msgs_per_subject).toBe(-1);
+    const before = await restored(changelog, 7);
+    expect([...before.keys()].sort()).toEqual(['dlv_old', 'evt_old']);
+
+    await changelog.append(7, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_old', 4, 'succeeded') }, () => true);
+    await changelog.append(7, { kind: 'event', projectId: 'p1', record: event('evt_new') }, () => true);
+    const after = await restored(new PartitionChangelog(nc, stream, prefix), 7);
+    expect([...after.keys()].sort()).toEqual(['dlv_old', 'evt_new', 'evt_old']);
+    expect(after.get('dlv_old')!.record).toMatchObject({ status: 'succeeded' });
+  });
+
+  it('refuses a batch from a node that lost the partition once the new owner has appended; the holder\'s batch wins', async () => {
+    const { stream, prefix } = names();
+    const old = new PartitionChangelog(nc, stream, prefix);
+    await old.ensureStream();
+    await old.restore(1, () => {});
+    await old.append(1, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_x', 2, 'delivering') }, () => true);
+
+    const owner = new PartitionChangelog(nc, stream, prefix);
+    await owner.restore(1, () => {});
+    await owner.append(1, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_x', 4, 'retrying') }, () => true);
+
+    // The old owner no longer holds the lease: its late batch is refused, not stored.
+    await expect(old.append(1, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_x', 3, 'retrying') }, () => false)).rejects.toThrow(/wrong last sequence/);
+    expect((await restored(new PartitionChangelog(nc, stream, prefix), 1)).get('dlv_x')!.record).toMatchObject({ status: 'retrying', attempts: 3 });
+
+    // A holder whose view is stale (its ack was lost, say) appends again over the current last sequence.
+    await old.append(1, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_x', 6, 'succeeded') }, () => true);
+    expect((await restored(new PartitionChangelog(nc, stream, prefix), 1)).get('dlv_x')!.record).toMatchObject({ status: 'succeeded' });
+  });
+});

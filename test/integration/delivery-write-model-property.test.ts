@@ -1,0 +1,230 @@
+import fc from 'fast-check';
+import { open } from 'lmdb';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { Engine } from '../../src/actors/engine.js';
+import { defaultSettings } from '../../src/config/settings.js';
+import { DELIVERY_EVENT_TYPES, DELIVERY_STATUSES, deliveryTable } from '../../src/machines/index.js';
+import type { DeliveryEventType } from '../../src/machines/index.js';
+import type { DeliveryChange, DeliveryRecord, EventRecord, WebhookRecord } from '../../src/store/records.js';
+import { HooklineStore } from '../../src/store/store.js';
+import { queryDeliveries } from '../../src/store/delivery-query.js';
+import type { UnstoredSteps } from '../../src/store/delivery-query.js';
+import { openTempStore } from '../helpers/store-fixtures.js';
+import { makeTempDir } from '../helpers/temp-dir.js';
+
+/**
+ * The delivery write model (a head plus log entries under their own keys, written without reading)
+ * against the model it replaced: for any sequence of machine steps, committed in any grouping and
+ * with groups written again as after a commit that was never confirmed, the delivery read back is
+ * the record the earlier model built by rewriting one whole record per step.
+ */
+
+const PROJECT = 'p';
+const ROUND = 3;
+
+/** The earlier model's record after each step: the whole record, its logs pushed onto. */
+function referenceRecord(first: DeliveryRecord, changes: readonly DeliveryChange[]): DeliveryRecord {
+  const record = structuredClone(first);
+  for (const change of changes) {
+    record.status = change.status;
+    record.attempts = change.attempts;
+    record.roundAttempts = change.roundAttempts;
+    record.roundSize = change.roundSize;
+    record.nextAttemptAt = change.nextAttemptAt;
+    record.updatedAt = change.updatedAt;
+    record.transitions.push(...change.transitions);
+    if (change.attempt) record.attemptLog.push(change.attempt);
+  }
+  return record;
+}
+
+function newRecord(index: number): DeliveryRecord {
+  const at = 1_700_000_000_000 + index;
+  return {
+    id: `dlv_01M8000000000000000000${String(index).padStart(4, '0')}`,
+    eventId: `evt_${index}`,
+    eventType: 'service.trigger.event',
+    status: 'pending',
+    attempts: 0,
+    roundAttempts: 0,
+    roundSize: ROUND,
+    nextAttemptAt: at,
+    createdAt: at,
+    updatedAt: at,
+    attemptLog: [],
+    transitions: [{ from: null, to: 'pending', event: 'CREATED', at }],
+  };
+}
+
+/** The steps a delivery takes for the chosen events (each taken modulo those the machine allows then), as the actor records them. */
+function stepsFor(first: DeliveryRecord, choices: readonly number[]): DeliveryChange[] {
+  let status = first.status;
+  let counters = { attempts: 0, roundAttempts: 0, maxAttempts: ROUND };
+  let transitionIndex = first.transitions.length;
+  let attemptIndex = 0;
+  const changes: DeliveryChange[] = [];
+  choices.forEach((choice, n) => {
+    const allowed = DELIVERY_EVENT_TYPES.filter((type: DeliveryEventType) => deliveryTable.next(status, counters, { type }) !== null);
+    if (allowed.length === 0) return;
+    const event = allowed[choice % allowed.length]!;
+    const step = deliveryTable.next(status, counters, { type: event })!;
+    const at = first.createdAt + n + 1;
+    const outcome = event === 'ATTEMPT_SUCCEEDED' || event === 'ATTEMPT_FAILED';
+    const change: DeliveryChange = {
+      status: step.state,
+      attempts: step.context.attempts,
+      roundAttempts: step.context.roundAttempts,
+      roundSize: step.context.maxAttempts,
+      nextAttemptAt: step.state === 'pending' || step.state === 'retrying' ? at + 10 : null,
+      updatedAt: at,
+      transitions: step.transitions.map((hop) => ({ from: hop.from, to: hop.to, event, at })),
+      transitionIndex,
+      attemptIndex,
+      ...(outcome ? { attempt: { attempt: step.context.attempts, at, statusCode: event === 'ATTEMPT_SUCCEEDED' ? 204 : 500, durationMs: n, error: null, errorCode: null, responseBody: `r${n}` } } : {}),
+    };
+    transitionIndex += change.transitions.length;
+    if (change.attempt) attemptIndex++;
+    changes.push(change);
+    status = step.state;
+    counters = step.context;
+  });
+  return changes;
+}
+
+function eventOf(record: DeliveryRecord): EventRecord {
+  return { id: record.eventId, type: record.eventType, fingerprint: 'f', envelope: new Uint8Array([1]), createdAt: record.createdAt, answer: { id: record.eventId, deliveryId: record.id }, deliveryIds: [record.id] };
+}
+
+/** Writes the steps in the given groups; a group marked `again` is written, then written again with the next one (its commit taken for unconfirmed). */
+async function writeSteps(store: HooklineStore, first: DeliveryRecord, changes: DeliveryChange[], cuts: Array<{ size: number; again: boolean }>): Promise<void> {
+  let stored = first.status;
+  let from = 0;
+  let unconfirmed: DeliveryChange[] = [];
+  for (const cut of cuts) {
+    if (from >= changes.length) break;
+    const group = changes.slice(from, from + cut.size);
+    from += group.length;
+    await store.applyDeliveryChanges(PROJECT, first, stored, [...unconfirmed, ...group], unconfirmed.length > 0);
+    if (cut.again) {
+      unconfirmed = [...unconfirmed, ...group];
+    } else {
+      unconfirmed = [];
+      stored = group.at(-1)!.status;
+    }
+  }
+  const rest = changes.slice(from);
+  if (unconfirmed.length + rest.length > 0) await store.applyDeliveryChanges(PROJECT, first, stored, [...unconfirmed, ...rest], unconfirmed.length > 0);
+}
+
+const indexedStatuses = (store: HooklineStore, id: string) => DELIVERY_STATUSES.filter((status) => [...store.deliveryIdsByStatus(PROJECT, status)].includes(id));
+
+const deliveryArbitrary = fc.record({
+  choices: fc.array(fc.nat(), { maxLength: 24 }),
+  cuts: fc.array(fc.record({ size: fc.integer({ min: 1, max: 4 }), again: fc.boolean() }), { maxLength: 12 }),
+});
+
+describe('delivery write model', () => {
+  it('reads back, for any steps in any commits, the record the earlier model built; the status index holds the last status only', async () => {
+    const store = openTempStore();
+    let index = 0;
+    await fc.assert(
+      fc.asyncProperty(deliveryArbitrary, async ({ choices, cuts }) => {
+        const first = newRecord(index++);
+        await store.writeIngest(PROJECT, eventOf(first), first);
+        const changes = stepsFor(first, choices);
+        await writeSteps(store, first, changes, cuts);
+        const expected = referenceRecord(first, changes);
+        expect(store.getDelivery(PROJECT, first.id)).toEqual(expected);
+        expect(indexedStatuses(store, first.id)).toEqual([expected.status]);
+      }),
+      { seed: 12, numRuns: 150 },
+    );
+  });
+
+  it('a status filter finds each delivery by the status a read shows, stored or still in memory, once and newest first', async () => {
+    const store = openTempStore();
+    let index = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.record({ choices: fc.array(fc.nat(), { maxLength: 12 }), stored: fc.nat() }), { minLength: 1, maxLength: 8 }), async (plans) => {
+        const project = `q${index}`;
+        // Each delivery's first steps are stored, the rest held as its actor would (not yet committed).
+        const unstoredById = new Map<string, DeliveryChange[]>();
+        const shownById = new Map<string, DeliveryRecord['status']>();
+        for (const { choices, stored } of plans) {
+          const first = { ...newRecord(index++) };
+          await store.writeIngest(project, eventOf(first), first);
+          const changes = stepsFor(first, choices);
+          const cut = changes.length === 0 ? 0 : stored % (changes.length + 1);
+          if (cut > 0) await store.applyDeliveryChanges(project, first, first.status, changes.slice(0, cut), false);
+          unstoredById.set(first.id, changes.slice(cut));
+          shownById.set(first.id, changes.at(-1)?.status ?? first.status);
+        }
+        const unstored: UnstoredSteps = {
+          changes: (id) => unstoredById.get(id) ?? [],
+          idsShownAs: (status) => [...unstoredById].filter(([id, rest]) => rest.length > 0 && shownById.get(id) === status).map(([id]) => id),
+        };
+        for (const status of DELIVERY_STATUSES) {
+          const page = queryDeliveries(store, project, { status, limit: 250 }, unstored);
+          const expected = [...shownById].filter(([, shown]) => shown === status).map(([id]) => id).sort().reverse();
+          expect(page.data.map((delivery) => delivery.id), status).toEqual(expected);
+          for (const delivery of page.data) expect(delivery.status).toBe(status);
+        }
+      }),
+      { seed: 21, numRuns: 60 },
+    );
+  });
+
+  it('reads the whole records an earlier version stored (converted at open)', async () => {
+    const dir = makeTempDir();
+    onTestFinished(() => dir.remove());
+    const records = fc.sample(deliveryArbitrary, { seed: 7, numRuns: 40 }).map(({ choices }, n) => {
+      const first = newRecord(n);
+      return referenceRecord(first, stepsFor(first, choices));
+    });
+    // As the earlier model stored them: whole records in `deliveries`, the status index beside.
+    const root = open({ path: dir.path, noSubdir: false });
+    const deliveries = root.openDB<DeliveryRecord, [string, string]>({ name: 'deliveries' });
+    const byStatus = root.openDB<true, [string, string, string]>({ name: 'deliveries-by-status' });
+    await root.transaction(() => {
+      for (const record of records) {
+        deliveries.put([PROJECT, record.id], record);
+        byStatus.put([PROJECT, record.status, record.id], true);
+      }
+    });
+    await root.close();
+
+    for (let opening = 0; opening < 2; opening++) {
+      const store = new HooklineStore({ path: dir.path });
+      for (const record of records) expect(store.getDelivery(PROJECT, record.id)).toEqual(record);
+      await store.close();
+    }
+  });
+
+  it('a restart resumes exactly the deliveries that are not terminal, from their heads', async () => {
+    const dir = makeTempDir();
+    onTestFinished(() => dir.remove());
+    const store = new HooklineStore({ path: dir.path });
+    await store.createProject({ id: PROJECT, name: PROJECT, createdAt: 1 }, 'hash');
+    // Paused: the resumed deliveries are held, not attempted, so what is live is what was resumed.
+    const webhook: WebhookRecord = { callbackUrl: 'http://127.0.0.1:9/', state: 'paused', eventTypes: ['service.trigger.event'], createdAt: 1, updatedAt: 1, secrets: [{ secret: 'whsec_AAAA', createdAt: 1, expiresAt: null }], failingSince: null, disabledAt: null, disabledReason: null };
+    await store.putWebhook(PROJECT, webhook);
+    const finals = new Map<string, DeliveryRecord['status']>();
+    const samples = fc.sample(deliveryArbitrary, { seed: 3, numRuns: 120 });
+    for (const [n, { choices, cuts }] of samples.entries()) {
+      const first = newRecord(n);
+      await store.writeIngest(PROJECT, eventOf(first), first);
+      const changes = stepsFor(first, choices);
+      await writeSteps(store, first, changes, cuts);
+      finals.set(first.id, changes.at(-1)?.status ?? 'pending');
+    }
+    await store.close();
+
+    const engine = await Engine.start({ settings: defaultSettings({ dataDir: dir.path, logLevel: 'silent', retrySchedule: [0, 50, 100], retryJitter: false }) });
+    onTestFinished(() => engine.stop(1000));
+    const actor = engine.actorFor(PROJECT);
+    const live = [...finals].filter(([, status]) => status !== 'succeeded' && status !== 'dead_lettered').map(([id]) => id);
+    expect(live.length).toBeGreaterThan(10);
+    expect(actor.liveCount).toBe(live.length);
+    for (const id of live) expect(actor.holds(id), id).toBe(true);
+  });
+});

@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { createFuzzCommand } from '../../src/cli/fuzz.js';
+import type { FuzzJsonReport } from '../../src/fuzz/index.js';
+import { generateSecret } from '../../src/sdk/index.js';
+import { CORRECT, PLANTED, serve } from '../fixtures/planted-receivers.js';
+import { captureIo } from '../helpers/cli.js';
+
+/**
+ * `hookline fuzz` against receivers with one planted bug each: it exits 1 and names exactly the
+ * kinds of case the bug breaks (with the diagnosis where one is known). Correct receivers, and the
+ * standardwebhooks and svix libraries used as documented, get no false failure: only their real
+ * gap (no size limit) is reported.
+ */
+
+const SECRET = generateSecret();
+
+async function fuzz(url: string, flags: readonly string[] = []): Promise<{ code: number; report: FuzzJsonReport }> {
+  const io = captureIo();
+  const code = await createFuzzCommand(io).run(['--target', url, '--secret', SECRET, '--seed', '1414', '--runs', '30', '--max-body', '64kb', '--stall-wait', '200ms', '--format', 'json', ...flags]);
+  expect(io.err()).toBe('');
+  return { code, report: JSON.parse(io.out()) as FuzzJsonReport };
+}
+
+const failing = (report: FuzzJsonReport) => report.cases.filter((entry) => entry.verdict === 'fail').map((entry) => entry.kind).sort();
+
+describe('hookline fuzz finds each planted bug', () => {
+  it.each(PLANTED)('$bug: exit 1, naming the right case', async ({ receiver, fails, diagnosis, flags }) => {
+    const { code, report } = await fuzz(await serve(receiver(SECRET)), flags);
+    expect(failing(report), JSON.stringify(report.cases.filter((entry) => entry.verdict === 'fail').map((entry) => [entry.kind, entry.failures.map((failure) => failure.reason)]))).toEqual([...fails].sort());
+    expect(code).toBe(1);
+    expect(report.ok).toBe(false);
+    if (diagnosis) expect(report.cases.map((entry) => entry.diagnosis).join('\n')).toMatch(diagnosis);
+  });
+});
+
+describe('hookline fuzz raises no false alarm', () => {
+  it.each(CORRECT)('$name', async ({ receiver, gaps }) => {
+    const { code, report } = await fuzz(await serve(receiver(SECRET)));
+    expect(failing(report), JSON.stringify(report.cases.filter((entry) => entry.verdict === 'fail').map((entry) => [entry.kind, entry.failures.map((failure) => failure.reason)]))).toEqual([...gaps].sort());
+    expect(code).toBe(gaps.length === 0 ? 0 : 1);
+    // 300 s either way, give or take the second that may tick between signing and checking.
+    for (const side of [report.measurements!.timestampWindow.past, report.measurements!.timestampWindow.future]) {
+      expect(side.unbounded).toBe(false);
+      expect(Math.abs(side.acceptedSeconds! - 300)).toBeLessThanOrEqual(1);
+    }
+  });
+});

@@ -1,0 +1,132 @@
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureBuilt } from '../helpers/child-node.js';
+import { makeTempDir } from '../helpers/temp-dir.js';
+
+/**
+ * The package as another project gets it: `npm pack`, then `npm install <tarball>` from the registry
+ * into a fresh `npm init -y` folder (CommonJS, as npm makes it), used from plain CommonJS, plain ESM
+ * and TypeScript (`module: nodenext`, `skipLibCheck: false`, no @types/node, no @nats-io installed).
+ */
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** The repository installed or run in place (a directory dependency, `npx` inside it). */
+const REPO = ROOT;
+const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+const work = makeTempDir('hookline-consumer-');
+const consumer = join(work.path, 'consumer');
+
+function run(command: string, args: string[], cwd: string): SpawnSyncReturns<string> {
+  const result = spawnSync(command, args, { cwd, encoding: 'utf8', env: { ...process.env, NPM_CONFIG_LOGLEVEL: 'warn', NPM_CONFIG_FUND: 'false', NPM_CONFIG_AUDIT: 'false' } });
+  if (result.error) throw result.error;
+  return result;
+}
+
+function succeed(command: string, args: string[], cwd: string): string {
+  const result = run(command, args, cwd);
+  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed (${result.status}):\n${result.stdout}\n${result.stderr}`);
+  return `${result.stdout}${result.stderr}`;
+}
+
+let installOutput = '';
+
+beforeAll(() => {
+  // dist/ built here with the test helpers' build, then packed without scripts: prepack would run
+  // the same build again, strictly, and fail on a file another change has mid-edit.
+  ensureBuilt();
+  succeed('npm', ['pack', '--ignore-scripts', '--pack-destination', work.path], ROOT);
+  const tarball = readdirSync(work.path).find((name) => name.endsWith('.tgz'));
+  if (!tarball) throw new Error('npm pack wrote no tarball');
+  succeed('mkdir', [consumer], work.path);
+  succeed('npm', ['init', '-y'], consumer);
+  installOutput = succeed('npm', ['install', join(work.path, tarball)], consumer);
+}, 300_000);
+
+afterAll(() => work.remove());
+
+const SIGN_AND_VERIFY = `
+  const secret = sdk.generateSecret();
+  const body = '{"hello":"world"}';
+  const timestamp = Math.floor(Date.now() / 1000);
+  const signature = await sdk.signWebhook({ id: 'msg_1', timestamp, body, secrets: secret });
+  const verified = await sdk.verifyWebhookSignature({ id: 'msg_1', timestamp, signature, body, secret });
+  const forged = await sdk.verifyWebhookSignature({ id: 'msg_1', timestamp, signature, body: body + ' ', secret });
+  const client = new sdk.HooklineClient({ baseUrl: 'http://127.0.0.1:1', apiKey: 'k' });
+  console.log(JSON.stringify({ verified, forged, client: typeof client.getStats, publishEvent: typeof nats.publishEvent }));
+`;
+
+/** When dist/ was last written: a build in place rewrites the CLI entry. */
+const builtAt = () => statSync(join(REPO, 'dist', 'cli', 'main.js')).mtimeMs;
+
+describe('the repository used in place builds nothing (it used to run a 19 s build each time)', () => {
+  it('npm install <the repository directory> runs no build and links the built package', () => {
+    const before = builtAt();
+    const folder = join(work.path, 'directory-consumer');
+    mkdirSync(folder);
+    succeed('npm', ['init', '-y'], folder);
+    // Foreground scripts: a lifecycle script of hookline, were there one, would print its banner here.
+    const output = succeed('npm', ['install', '--foreground-scripts', REPO], folder);
+    expect(output).not.toMatch(/> hookline@\S+ (prepare|prepack|build)/);
+    expect(builtAt()).toBe(before);
+    expect(run(process.execPath, ['-e', "require('hookline/sdk')"], folder).status).toBe(0);
+  });
+
+  it('npx hookline inside the repository runs the built CLI without rebuilding it', () => {
+    const before = builtAt();
+    // A fresh npm cache: npx may keep what it built before in ~/.npm/_npx, and a first run must not build either.
+    const cache = join(work.path, 'npx-cache');
+    const help = run('npx', ['--cache', cache, 'hookline', '--help'], REPO);
+    expect(help.status, help.stderr).toBe(0);
+    expect(help.stdout).toMatch(/serve/);
+    expect(builtAt()).toBe(before);
+  });
+});
+
+describe('an installed hookline', () => {
+  it('require("hookline/sdk") in a CommonJS project signs and verifies', () => {
+    writeFileSync(join(consumer, 'consumer.js'), `const sdk = require('hookline/sdk');\nconst nats = require('hookline/sdk/nats');\n(async () => {${SIGN_AND_VERIFY}})();\n`);
+    const result = run(process.execPath, ['consumer.js'], consumer);
+    expect(result.stderr).toBe('');
+    expect(JSON.parse(result.stdout)).toEqual({ verified: true, forged: false, client: 'function', publishEvent: 'function' });
+    // The tarball holds its build: installing it built nothing, and its bin runs.
+    expect(installOutput).not.toMatch(/> hookline@[^ ]+ (prepare|build|prepack)/);
+    const help = run('npx', ['--no-install', 'hookline', '--help'], consumer);
+    expect(help.status, help.stderr).toBe(0);
+  });
+
+  it('import from "hookline/sdk" in ES modules signs and verifies', () => {
+    writeFileSync(join(consumer, 'consumer.mjs'), `import * as sdk from 'hookline/sdk';\nimport * as nats from 'hookline/sdk/nats';\n${SIGN_AND_VERIFY}`);
+    const result = run(process.execPath, ['consumer.mjs'], consumer);
+    expect(result.stderr).toBe('');
+    expect(JSON.parse(result.stdout)).toEqual({ verified: true, forged: false, client: 'function', publishEvent: 'function' });
+  });
+
+  it('TypeScript nodenext, skipLibCheck false, without @nats-io: an .mts import and a .cts require type-check', () => {
+    const usage = `import { HooklineClient, verifyWebhookSignature, type DeliveryStats, type RedriveResult } from 'hookline/sdk';
+const client = new HooklineClient({ baseUrl: 'http://127.0.0.1:1', apiKey: 'k' });
+export const preview: Promise<RedriveResult> = client.redriveDeadLetters({ dryRun: true });
+export const stats: Promise<DeliveryStats> = client.getStats();
+export const verified: Promise<boolean> = verifyWebhookSignature({ id: 'm', timestamp: 1, signature: 'v1,x', body: '{}', secret: 'whsec_x' });
+`;
+    // In a .cts, nodenext compiles this import to require(): it resolves the package's `require` condition.
+    writeFileSync(join(consumer, 'typed.mts'), usage);
+    writeFileSync(join(consumer, 'typed.cts'), usage);
+    // A misuse must still be caught: the declarations are really read, not silently `any`.
+    writeFileSync(join(consumer, 'misuse.cts'), `import { HooklineClient } from 'hookline/sdk';\nexport const wrong: number = new HooklineClient({ baseUrl: 'x', apiKey: 'k' }).getStats();\n`);
+    writeFileSync(join(consumer, 'tsconfig.json'), JSON.stringify({ compilerOptions: { module: 'nodenext', strict: true, skipLibCheck: false, noEmit: true }, files: ['typed.mts', 'typed.cts'] }));
+    writeFileSync(join(consumer, 'tsconfig.misuse.json'), JSON.stringify({ extends: './tsconfig.json', files: ['misuse.cts'] }));
+    // A consumer that never publishes over NATS need not have it (pnpm, or a bundler's own install).
+    rmSync(join(consumer, 'node_modules', '@nats-io'), { recursive: true, force: true });
+    expect(existsSync(join(consumer, 'node_modules', '@types', 'node'))).toBe(false);
+
+    const clean = run(process.execPath, [TSC, '-p', 'tsconfig.json'], consumer);
+    expect(`${clean.stdout}${clean.stderr}`).toBe('');
+    expect(clean.status).toBe(0);
+
+    const misuse = run(process.execPath, [TSC, '-p', 'tsconfig.misuse.json'], consumer);
+    expect(misuse.stdout).toMatch(/misuse\.cts.*error TS2322.*Promise<DeliveryStats>/);
+  });
+});

@@ -1,0 +1,184 @@
+import { chmodSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { dirname, join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { startChildNode, type ChildNode } from '../helpers/child-node.js';
+import { ENTRY, expectOneLineFailure, hooklineLines, serveUntilExit } from '../helpers/failed-start.js';
+import { makeTempDir } from '../helpers/temp-dir.js';
+
+/**
+ * `hookline serve` as an operator meets it: one process per data directory, and start-up failures
+ * that end the process at once with one line naming the setting, without a stack trace and without
+ * writing to the data directory.
+ */
+
+/** Whether a user other than the owner can reach `path` (every parent searchable by others) and has `access` bits on it. */
+function usableByOthers(path: string, access = 0o004): boolean {
+  if ((statSync(path).mode & access) !== access) return false;
+  for (let dir = dirname(path); ; dir = dirname(dir)) {
+    if ((statSync(dir).mode & 0o001) === 0) return false;
+    if (dirname(dir) === dir) return true;
+  }
+}
+
+function tempDir(prefix?: string): string {
+  const dir = makeTempDir(prefix);
+  onTestFinished(() => dir.remove());
+  return dir.path;
+}
+
+async function startNode(dataDir: string, settings: Record<string, string> = {}): Promise<ChildNode> {
+  const node = await startChildNode(dataDir, { HOOKLINE_API_KEY: 'k', ...settings });
+  onTestFinished(() => {
+    node.process.kill('SIGKILL');
+  });
+  return node;
+}
+
+async function listening(server: Server): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  onTestFinished(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return (server.address() as { port: number }).port;
+}
+
+describe('one process per data directory', () => {
+  it('refuses a second serve on the same data directory at once, naming the first one\'s pid, and the first keeps serving', async () => {
+    const dataDir = tempDir();
+    const first = await startNode(dataDir);
+
+    const second = await serveUntilExit({ HOOKLINE_DATA_DIR: dataDir });
+    expectOneLineFailure(second, new RegExp(`^hookline serve: data directory ${dataDir} is in use by process ${first.process.pid}\\b`));
+    expect(second.elapsedMs).toBeLessThan(5_000);
+
+    expect((await fetch(`${first.url}/healthz`)).status).toBe(200);
+    expect(first.process.exitCode).toBeNull();
+  });
+
+  it('lets a restart take the directory after kill -9: the kernel dropped the lock', async () => {
+    const dataDir = tempDir();
+    const first = await startNode(dataDir);
+    first.process.kill('SIGKILL');
+    await first.exited;
+    expect(existsSync(join(dataDir, 'hookline.lock'))).toBe(true);
+
+    const second = await startNode(dataDir);
+    expect((await fetch(`${second.url}/healthz`)).status).toBe(200);
+    // And the restarted node owns it in turn.
+    expectOneLineFailure(await serveUntilExit({ HOOKLINE_DATA_DIR: dataDir }), new RegExp(`is in use by process ${second.process.pid}\\b`));
+  });
+});
+
+describe('start-up failures: one line naming the setting, exit 1, nothing written', () => {
+  it('port in use', async () => {
+    const port = await listening(createServer());
+    const dataDir = join(tempDir(), 'data');
+    const result = await serveUntilExit({ HOOKLINE_PORT: String(port), HOOKLINE_DATA_DIR: dataDir });
+    expectOneLineFailure(result, new RegExp(`^hookline serve: HOOKLINE_PORT=${port} is already in use on 127\\.0\\.0\\.1: stop the process listening there, or choose another HOOKLINE_PORT$`));
+    expect(existsSync(dataDir)).toBe(false);
+  });
+
+  it('port in use, with an existing data directory: nothing added to it', async () => {
+    const port = await listening(createServer());
+    const dataDir = tempDir();
+    const result = await serveUntilExit({ HOOKLINE_PORT: String(port), HOOKLINE_DATA_DIR: dataDir });
+    expectOneLineFailure(result, /HOOKLINE_PORT=\d+ is already in use/);
+    expect(readdirSync(dataDir)).toEqual([]);
+  });
+
+  it('HOOKLINE_HOST that does not resolve', async () => {
+    const dataDir = join(tempDir(), 'data');
+    const result = await serveUntilExit({ HOOKLINE_HOST: 'no-such-host.invalid', HOOKLINE_DATA_DIR: dataDir });
+    expectOneLineFailure(result, /^hookline serve: HOOKLINE_HOST=no-such-host\.invalid does not resolve to an address \(\w+\): set it to an address or name of this machine/);
+    expect(existsSync(dataDir)).toBe(false);
+  });
+
+  it('HOOKLINE_DATA_DIR under a file', async () => {
+    const base = tempDir();
+    writeFileSync(join(base, 'plain-file'), 'x');
+    const result = await serveUntilExit({ HOOKLINE_DATA_DIR: join(base, 'plain-file', 'data') });
+    expectOneLineFailure(result, new RegExp(`^hookline serve: HOOKLINE_DATA_DIR=${base}/plain-file/data cannot be used: ${base}/plain-file is a file, not a directory`));
+  });
+
+  it('HOOKLINE_DATA_DIR this user cannot write', async () => {
+    const base = tempDir();
+    chmodSync(base, 0o755);
+    const dataDir = join(base, 'data');
+    mkdirSync(dataDir, { mode: 0o755 });
+    if (process.getuid?.() !== 0) {
+      chmodSync(dataDir, 0o555);
+    } else if (!usableByOthers(ENTRY) || !usableByOthers(process.execPath, 0o005)) {
+      // Root writes everywhere, and this checkout or this node binary (say, one under /root) is closed
+      // to other users: sysfs refuses even root.
+      const result = await serveUntilExit({ HOOKLINE_DATA_DIR: '/sys/hookline-data' });
+      expectOneLineFailure(result, /^hookline serve: HOOKLINE_DATA_DIR=\/sys\/hookline-data cannot be written by user root \((EACCES|EPERM)\); give that user write permission/);
+      return;
+    }
+    // As root every directory is writable: run the node as nobody instead.
+    const result = await serveUntilExit({ HOOKLINE_DATA_DIR: dataDir }, process.getuid?.() === 0 ? { uid: 65534 } : {});
+    expectOneLineFailure(result, new RegExp(`^hookline serve: HOOKLINE_DATA_DIR=${dataDir} cannot be written by user \\S+ \\(EACCES\\); give that user write permission`));
+    expect(readdirSync(dataDir)).toEqual([]);
+  });
+
+  it('HOOKLINE_NATS_URL at a server that is not NATS (silent, like Redis): exit 1 within 15 s, password masked, nothing written', async () => {
+    const silent = createServer(() => {});
+    const port = await listening(silent);
+    const dataDir = tempDir();
+    const result = await serveUntilExit({ HOOKLINE_DATA_DIR: dataDir, HOOKLINE_NATS_URL: `nats://app:s3cret@127.0.0.1:${port}` });
+    expectOneLineFailure(result, new RegExp(`^hookline serve: HOOKLINE_NATS_URL=nats://app:\\*\\*\\*@127\\.0\\.0\\.1:${port}: no NATS server answered within 5 s .*point it at a NATS server's client port`));
+    expect(result.stderr).not.toContain('s3cret');
+    expect(result.elapsedMs).toBeLessThan(15_000);
+    expect(readdirSync(dataDir)).toEqual([]);
+  });
+
+  it('HOOKLINE_NATS_URL where nothing listens, single node and cluster', async () => {
+    const closed = createServer();
+    const port = await listening(closed);
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    for (const cluster of ['0', '1']) {
+      const dataDir = tempDir();
+      const result = await serveUntilExit({ HOOKLINE_DATA_DIR: dataDir, HOOKLINE_NATS_URL: `nats://127.0.0.1:${port}`, HOOKLINE_CLUSTER: cluster });
+      expectOneLineFailure(result, new RegExp(`^hookline serve: HOOKLINE_NATS_URL=nats://127\\.0\\.0\\.1:${port}: nothing listens there; start NATS \\(nats-server -js\\)`));
+      expect(result.elapsedMs).toBeLessThan(15_000);
+      expect(readdirSync(dataDir)).toEqual([]);
+    }
+  });
+
+  it('cluster mode with HOOKLINE_NATS_URL at a silent server ends within 15 s too', async () => {
+    const port = await listening(createServer(() => {}));
+    const dataDir = tempDir();
+    const result = await serveUntilExit({ HOOKLINE_DATA_DIR: dataDir, HOOKLINE_NATS_URL: `nats://127.0.0.1:${port}`, HOOKLINE_CLUSTER: '1' });
+    expectOneLineFailure(result, /^hookline serve: HOOKLINE_NATS_URL=nats:\/\/127\.0\.0\.1:\d+: no NATS server answered within 5 s/);
+    expect(result.elapsedMs).toBeLessThan(15_000);
+  });
+});
+
+describe('settings an operator got wrong', () => {
+  it('a bad value is named with what it must be, in plain words', async () => {
+    const result = await serveUntilExit({ HOOKLINE_PORT: 'abc', HOOKLINE_DATA_DIR: join(tempDir(), 'data') });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('HOOKLINE_PORT must be a whole number 0-65535, got "abc"');
+  });
+
+  it('a misspelt HOOKLINE_* variable is reported with the closest setting', async () => {
+    // The bad port ends the start right after the warnings, which come first.
+    const result = await serveUntilExit({ HOOKLINE_PROT: '9090', HOOKLINE_PORT: 'x', HOOKLINE_DATA_DIR: join(tempDir(), 'data') });
+    expect(hooklineLines(result.stderr)[0]).toBe('hookline serve: warning: HOOKLINE_PROT is not a Hookline setting and is ignored; did you mean HOOKLINE_PORT?');
+  });
+});
+
+describe('data directory names', () => {
+  it('serves from, and restarts on, a directory whose last part has a dot', async () => {
+    const dataDir = join(tempDir(), 'hookline.d');
+    const first = await startNode(dataDir);
+    const created = await fetch(`${first.url}/v1/events`, { method: 'POST', headers: { authorization: 'Bearer k', 'content-type': 'application/json' }, body: JSON.stringify({ id: 'evt_dotted', type: 'service.trigger.event', data: {} }) });
+    expect(created.status).toBe(202);
+    first.process.kill('SIGTERM');
+    expect(await first.exited).toMatchObject({ code: 0 });
+
+    const second = await startNode(dataDir);
+    const again = await fetch(`${second.url}/v1/events`, { method: 'POST', headers: { authorization: 'Bearer k', 'content-type': 'application/json' }, body: JSON.stringify({ id: 'evt_dotted', type: 'service.trigger.event', data: {} }) });
+    // 200, not 202: the event stored before the restart is found again.
+    expect(again.status).toBe(200);
+    expect(existsSync(join(dataDir, 'data.mdb'))).toBe(true);
+  });
+});

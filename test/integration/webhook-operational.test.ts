@@ -1,0 +1,118 @@
+import { describe, expect, it } from 'vitest';
+import { operationalEventSchema } from '../../src/actors/operational-events.js';
+import { ALL_TYPES, startTestHookline, waitForDeliveryStatus } from '../helpers/hookline.js';
+import type { TestHookline } from '../helpers/hookline.js';
+import { startReceiver } from '../helpers/receiver.js';
+import type { Receiver } from '../helpers/receiver.js';
+import { testDataDir } from '../helpers/temp-dir.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+/** Issue 15: operational webhooks, signed with their own secret, delivered and retried by the engine. */
+
+async function configure(hookline: TestHookline, main: Receiver, ops: Receiver): Promise<void> {
+  const config = await hookline.client.configureWebhook({ callbackUrl: main.url, status: 'active', eventTypes: ALL_TYPES, operationalUrl: ops.url });
+  expect(config.operationalUrl).toBe(ops.url);
+  const secrets = await hookline.client.getSecret();
+  expect(secrets.operationalSecret).toMatch(/^whsec_/);
+  expect(secrets.operationalSecret).not.toBe(secrets.secret);
+  main.secret = secrets.secret;
+  ops.secret = secrets.operationalSecret!;
+}
+
+/** The types received, each body checked against the schema the OpenAPI document's `webhooks` gives. */
+const types = (receiver: Receiver) => receiver.received.map((delivery) => operationalEventSchema.parse(JSON.parse(delivery.body.toString())).type);
+
+describe('operational webhooks', () => {
+  it('reports a dead letter, signed with the operational secret, with the project and delivery concerned', async () => {
+    const hookline = await startTestHookline({ retrySchedule: [0, 20] });
+    const main = await startReceiver({ respond: () => ({ status: 500 }) });
+    const ops = await startReceiver();
+    await configure(hookline, main, ops);
+    const sent = await hookline.client.sendEvent({ type: 'service.trigger.event', data: {} });
+    await waitForDeliveryStatus(hookline.client, sent.deliveryId!, 'dead_lettered');
+    await waitFor(() => ops.received.length === 1, { message: 'the operational event' });
+    const [report] = ops.received;
+    expect(report!.verified).toBe(true);
+    expect(JSON.parse(report!.body.toString())).toEqual({
+      version: 'v1',
+      id: expect.stringMatching(/^evt_/),
+      type: 'hookline.delivery.dead_lettered',
+      data: { projectId: 'default', deliveryId: sent.deliveryId, eventId: sent.id, eventType: 'service.trigger.event', attempts: 2, deadLetteredAt: expect.any(String) },
+      timestamp: expect.stringMatching(/\+00:00$/),
+    });
+    expect(report!.webhookId).toMatch(/^dlv_/);
+    expect(types(ops)).toEqual(['hookline.delivery.dead_lettered']);
+    // Not one of the project's deliveries: the log and the stats show only the event's own.
+    expect((await hookline.client.listDeliveriesPage({})).data.map((delivery) => delivery.id)).toEqual([sent.deliveryId]);
+  });
+
+  it('reports the endpoint disabled (410) and recovered, while the endpoint itself holds its deliveries', async () => {
+    const hookline = await startTestHookline();
+    let gone = true;
+    const main = await startReceiver({ respond: () => ({ status: gone ? 410 : 204 }) });
+    const ops = await startReceiver();
+    await configure(hookline, main, ops);
+    const sent = await hookline.client.sendEvent({ type: 'service.trigger.event', data: {} });
+    await waitFor(() => ops.received.length === 1, { message: 'the disabled report' });
+    expect(ops.received[0]!.envelope).toMatchObject({ type: 'hookline.endpoint.disabled', data: { projectId: 'default', callbackUrl: main.url, reason: 'the endpoint answered 410 Gone' } });
+    expect(ops.received[0]!.verified).toBe(true);
+
+    gone = false;
+    await hookline.client.configureWebhook({ callbackUrl: main.url, status: 'active', eventTypes: ALL_TYPES, operationalUrl: ops.url });
+    await waitForDeliveryStatus(hookline.client, sent.deliveryId!, 'succeeded');
+    await waitFor(() => ops.received.length === 2, { message: 'the recovered report' });
+    expect(ops.received[1]!.envelope).toMatchObject({ type: 'hookline.endpoint.recovered', data: { projectId: 'default', callbackUrl: main.url } });
+    // Recovered once: later successes report nothing.
+    const again = await hookline.client.sendEvent({ type: 'service.trigger.event', data: {} });
+    await waitForDeliveryStatus(hookline.client, again.deliveryId!, 'succeeded');
+    expect(types(ops)).toEqual(['hookline.endpoint.disabled', 'hookline.endpoint.recovered']);
+  });
+
+  it('never reports on itself: a failing or gone operational URL is retried, dead-lettered quietly, and disables nothing', async () => {
+    const hookline = await startTestHookline({ retrySchedule: [0, 20, 20] });
+    const main = await startReceiver({ respond: () => ({ status: 500 }) });
+    const ops = await startReceiver({ respond: (_delivery, index) => ({ status: index === 0 ? 410 : 500 }) });
+    await configure(hookline, main, ops);
+    const sent = await hookline.client.sendEvent({ type: 'service.trigger.event', data: {} });
+    await waitForDeliveryStatus(hookline.client, sent.deliveryId!, 'dead_lettered');
+    await waitFor(() => ops.received.length === 3, { message: 'three attempts of the one report' });
+    // One delivery (one webhook-id), attempted as the schedule allows, and no report of its dead letter.
+    expect(new Set(ops.received.map((delivery) => delivery.webhookId)).size).toBe(1);
+    const second = await hookline.client.sendEvent({ type: 'service.trigger.event', data: {} });
+    await waitForDeliveryStatus(hookline.client, second.deliveryId!, 'dead_lettered');
+    await waitFor(() => ops.received.length === 6, { message: "the second report's three attempts" });
+    expect(types(ops).every((type) => type === 'hookline.delivery.dead_lettered')).toBe(true);
+    expect(new Set(ops.received.map((delivery) => delivery.webhookId)).size).toBe(2);
+    expect((await hookline.client.getWebhook()).status).toBe('active');
+  });
+
+  it('without an operationalUrl nothing is reported, and the operational secret is not shown', async () => {
+    const hookline = await startTestHookline({ retrySchedule: [0] });
+    const main = await startReceiver({ respond: () => ({ status: 500 }) });
+    await hookline.client.configureWebhook({ callbackUrl: main.url, status: 'active', eventTypes: ALL_TYPES });
+    expect(await hookline.client.getSecret()).toEqual({ secret: expect.stringMatching(/^whsec_/) });
+    const sent = await hookline.client.sendEvent({ type: 'service.trigger.event', data: {} });
+    await waitForDeliveryStatus(hookline.client, sent.deliveryId!, 'dead_lettered');
+    expect(hookline.node.engine.actorFor('default').liveCount).toBe(0);
+  });
+
+  it('an operational delivery waiting for its retry is resumed after a restart, and the operational secret is kept', async () => {
+    const dataDir = testDataDir();
+    const main = await startReceiver({ respond: () => ({ status: 410 }) });
+    const ops = await startReceiver({ respond: (_delivery, index) => ({ status: index === 0 ? 503 : 204 }) });
+    const first = await startTestHookline({ dataDir, retrySchedule: [0, 6_000] });
+    await configure(first, main, ops);
+    const { operationalSecret } = await first.client.getSecret();
+    await first.client.sendEvent({ type: 'service.trigger.event', data: {} });
+    await waitFor(() => ops.received.length === 1, { message: 'the first attempt of the disabled report' });
+    await first.close();
+
+    const restartedAt = Date.now();
+    const second = await startTestHookline({ dataDir, retrySchedule: [0, 6_000] });
+    expect((await second.client.getSecret()).operationalSecret).toBe(operationalSecret);
+    await waitFor(() => ops.received.length === 2, { timeoutMs: 20_000, message: 'the resumed report' });
+    expect(ops.received[1]!.receivedAt).toBeGreaterThanOrEqual(restartedAt);
+    expect(ops.received[1]!.webhookId).toBe(ops.received[0]!.webhookId);
+    expect(ops.received[1]!.verified).toBe(true);
+  });
+});

@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { settingsFromEnvironment, unknownSettingWarnings } from '../../src/config/settings.js';
+
+function failure(environment: Record<string, string>): string {
+  try {
+    settingsFromEnvironment(environment);
+  } catch (error) {
+    return (error as Error).message;
+  }
+  throw new Error('the settings were accepted');
+}
+
+describe('settings in plain words', () => {
+  it.each([
+    ['HOOKLINE_PORT', 'abc', 'a whole number 0-65535'],
+    ['HOOKLINE_PORT', '70000', 'a whole number 0-65535'],
+    ['HOOKLINE_PORT', '80.5', 'a whole number 0-65535'],
+    ['HOOKLINE_RETRY_SCHEDULE', '0,soon', 'a comma-separated list of durations (ms, s, m, h, d), such as 0,5s,5m,30m,2h'],
+    ['HOOKLINE_RETRY_JITTER', 'yes', '1, 0, true or false'],
+    ['HOOKLINE_DELIVERY_TIMEOUT', '15 seconds', 'a duration: a whole number with an optional unit ms, s, m, h or d, such as 250ms, 15s, 5m or 2h'],
+    ['HOOKLINE_ALLOW_PRIVATE_NETWORKS', 'on', '1, 0, true or false'],
+    ['HOOKLINE_MAX_BODY', '1 meg', 'a size: a whole number of bytes with an optional unit kb, mb or gb, such as 256kb or 1gb'],
+    ['HOOKLINE_MAX_BATCH_BODY', '4 megs', 'a size: a whole number of bytes with an optional unit kb, mb or gb, such as 256kb or 1gb'],
+    ['HOOKLINE_NATS_STREAM', 'a.b', '1 to 64 letters, digits, _ or -'],
+    ['HOOKLINE_NATS_SUBJECT_PREFIX', 'hookline.>', 'dot-separated words of letters, digits, _ or - without wildcards, such as hookline.events'],
+    ['HOOKLINE_CLUSTER', '2', '1, 0, true or false'],
+    ['HOOKLINE_NODE_ID', 'node 1', '1 to 64 letters, digits, _ or -'],
+    ['HOOKLINE_PARTITIONS', '0', 'a whole number 1-1024'],
+    ['HOOKLINE_LEASE_TTL', '-5s', 'a duration: a whole number with an optional unit ms, s, m, h or d, such as 250ms, 15s, 5m or 2h'],
+    ['HOOKLINE_CLUSTER_SUBJECT_PREFIX', 'a..b', 'dot-separated words of letters, digits, _ or - without wildcards, such as hookline.events'],
+    ['HOOKLINE_NATS_DURABLE', 'x'.repeat(65), '1 to 64 letters, digits, _ or -'],
+    ['HOOKLINE_RETENTION', '1y', 'a duration: a whole number with an optional unit ms, s, m, h or d, such as 250ms, 15s, 5m or 2h'],
+    ['HOOKLINE_DISABLE_AFTER', 'never', 'a duration: a whole number with an optional unit ms, s, m, h or d, such as 250ms, 15s, 5m or 2h'],
+    ['HOOKLINE_ENDPOINT_CONCURRENCY', '0', 'a whole number 1-10000'],
+    ['HOOKLINE_RATE_LIMIT', '-1', 'a whole number 0 or more'],
+    ['HOOKLINE_MAX_LIVE_DELIVERIES', 'lots', 'a whole number 1 or more'],
+    ['HOOKLINE_MAX_DATA_SIZE', '10 GB!', 'a size: a whole number of bytes with an optional unit kb, mb or gb, such as 256kb or 1gb'],
+    ['HOOKLINE_LOG_LEVEL', 'loud', 'one of fatal, error, warn, info, debug, trace, silent'],
+  ])('%s=%s: "must be %s, got …"', (name, value, expected) => {
+    expect(failure({ [name]: value })).toBe(`${name} must be ${expected}, got ${JSON.stringify(value)}`);
+  });
+
+  it('names every bad setting at once, and says what a cluster needs', () => {
+    expect(failure({ HOOKLINE_PORT: 'abc', HOOKLINE_RETRY_JITTER: 'yes' })).toBe('HOOKLINE_PORT must be a whole number 0-65535, got "abc"; HOOKLINE_RETRY_JITTER must be 1, 0, true or false, got "yes"');
+    expect(failure({ HOOKLINE_CLUSTER: '1' })).toMatch(/^HOOKLINE_CLUSTER=1 needs HOOKLINE_NATS_URL/);
+  });
+
+  it('still takes the values it took before', () => {
+    const settings = settingsFromEnvironment({ HOOKLINE_PORT: ' 8081 ', HOOKLINE_RETRY_JITTER: 'FALSE', HOOKLINE_DELIVERY_TIMEOUT: '2s', HOOKLINE_MAX_BODY: '1mb', HOOKLINE_RETRY_SCHEDULE: '0, 5s', HOOKLINE_LOG_LEVEL: 'debug' });
+    expect(settings).toMatchObject({ port: 8081, retryJitter: false, deliveryTimeoutMs: 2000, maxBodyBytes: 1024 * 1024, retrySchedule: [0, 5000], logLevel: 'debug' });
+  });
+});
+
+describe('unknown HOOKLINE_* variables', () => {
+  it('warns about each with the closest known name', () => {
+    expect(unknownSettingWarnings({ HOOKLINE_PROT: '9090', HOOKLINE_DATADIR: '/x', HOOKLINE_PORT: '1', PATH: '/bin' })).toEqual([
+      'HOOKLINE_DATADIR is not a Hookline setting and is ignored; did you mean HOOKLINE_DATA_DIR?',
+      'HOOKLINE_PROT is not a Hookline setting and is ignored; did you mean HOOKLINE_PORT?',
+    ]);
+  });
+
+  it('gives no suggestion for a name near none, and no warning for variables other commands read', () => {
+    expect(unknownSettingWarnings({ HOOKLINE_SOMETHING_ELSE: '1', HOOKLINE_URL: 'http://x', HOOKLINE_DEBUG: '1' })).toEqual([
+      "HOOKLINE_SOMETHING_ELSE is not a Hookline setting and is ignored; see the README's Settings for the names",
+    ]);
+  });
+});

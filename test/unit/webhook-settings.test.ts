@@ -1,0 +1,69 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { configureWebhook, disableWebhook, operationalTarget, withWebhookDefaults } from '../../src/actors/webhook-settings.js';
+import type { ConfigureInput, Webhook } from '../../src/actors/webhook-settings.js';
+import type { WebhookRecord } from '../../src/store/records.js';
+
+/** Issue 15's fields in the pure configuration changes: defaults, replacement by PUT, kept secrets. */
+
+const base: ConfigureInput = { callbackUrl: 'https://example.com/hooks', status: 'active', eventTypes: ['service.trigger.event'] };
+const full: ConfigureInput = { ...base, headers: { 'X-Tenant': 'acme' }, filter: { type: 'service.trigger.event' }, ordering: 'fifo', operationalUrl: 'https://example.com/ops' };
+
+const inputArb: fc.Arbitrary<ConfigureInput> = fc.record(
+  {
+    callbackUrl: fc.constant(base.callbackUrl),
+    status: fc.constantFrom('active' as const, 'paused' as const),
+    eventTypes: fc.constant(base.eventTypes),
+    headers: fc.constant({ 'X-A': '1' }),
+    filter: fc.constantFrom(null, { 'data.n': 1 }),
+    ordering: fc.constantFrom('unordered' as const, 'fifo' as const),
+    operationalUrl: fc.constantFrom(null, 'https://example.com/ops'),
+  },
+  { requiredKeys: ['callbackUrl', 'status', 'eventTypes'] },
+);
+
+describe('webhook settings', () => {
+  it('a record stored before issue 15 reads with every default', () => {
+    const old: WebhookRecord = { callbackUrl: base.callbackUrl, state: 'active', eventTypes: base.eventTypes, createdAt: 1, updatedAt: 1, secrets: [], failingSince: null, disabledAt: null, disabledReason: null };
+    expect(withWebhookDefaults(old)).toEqual({ ...old, headers: {}, filter: null, ordering: 'unordered', operationalUrl: null, operationalSecret: null });
+    expect(withWebhookDefaults(undefined)).toBeUndefined();
+  });
+
+  it('every PUT replaces the new fields (left out: the default) and keeps both secrets once made', () => {
+    fc.assert(
+      fc.property(fc.array(inputArb, { minLength: 1, maxLength: 6 }), (inputs) => {
+        let webhook: Webhook | undefined;
+        let operationalSecret: string | null = null;
+        for (const [at, input] of inputs.entries()) {
+          const before = webhook;
+          webhook = configureWebhook(webhook, input, at + 1);
+          expect(webhook).toMatchObject({ headers: input.headers ?? {}, filter: input.filter ?? null, ordering: input.ordering ?? 'unordered', operationalUrl: input.operationalUrl ?? null });
+          expect(webhook.secrets).toEqual(before?.secrets ?? webhook.secrets);
+          operationalSecret ??= webhook.operationalSecret;
+          expect(webhook.operationalSecret).toBe(operationalSecret);
+          if (input.operationalUrl) expect(webhook.operationalSecret).toMatch(/^whsec_/);
+        }
+      }),
+      { seed: 1515, numRuns: 200 },
+    );
+  });
+
+  it('operational deliveries go to the operational URL with the operational secret, active whatever the endpoint, unordered and plain', () => {
+    const configured = configureWebhook(undefined, full, 1);
+    const disabled = disableWebhook(configured, 'the endpoint answered 410 Gone', 2)!;
+    expect(operationalTarget(disabled)).toMatchObject({
+      callbackUrl: 'https://example.com/ops',
+      state: 'active',
+      secrets: [{ secret: configured.operationalSecret, expiresAt: null }],
+      headers: {},
+      filter: null,
+      ordering: 'unordered',
+    });
+    expect(operationalTarget(configureWebhook(configured, base, 3))).toBeUndefined();
+  });
+
+  it('re-activation keeps disabledAt, so the first success after it reports a recovery', () => {
+    const disabled = disableWebhook(configureWebhook(undefined, base, 1), 'gone', 2)!;
+    expect(configureWebhook(disabled, base, 3)).toMatchObject({ state: 'active', disabledAt: 2, disabledReason: null, failingSince: null });
+  });
+});
