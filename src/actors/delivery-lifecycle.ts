@@ -82,6 +82,17 @@ export interface WebhookHolder {
 const USER_AGENT = 'Hookline/0.1 (+https://www.standardwebhooks.com)';
 const HTTP_GONE = 410;
 
+/**
+ * Wait before an attempt whose start could not be recorded (cluster: its changelog append failed)
+ * is made again: doubled for each such start in a row, reset once one is recorded. Appends that
+ * fail fast while the lease is held (a full stream, say) otherwise restart it at once, each pass
+ * two transitions and a commit. 100 ms keeps a blip (a JetStream leader change) cheap; 5 s bounds
+ * a long failure to a pass per 5 s and resumes within that once appends work. No jitter: the
+ * project's restarts land in one changelog batch, which spreading them would split.
+ */
+const UNRECORDED_START_RETRY_MIN_MS = 100;
+const UNRECORDED_START_RETRY_MAX_MS = 5_000;
+
 export class DeliveryLifecycle {
   private readonly live = new Map<string, LiveDelivery>();
   /** Due deliveries in the order they became due (unordered delivery only). */
@@ -99,6 +110,8 @@ export class DeliveryLifecycle {
   private idleWaiters: Array<() => void> = [];
   private signingKeys: { keys: Uint8Array[]; validUntil: number } | null = null;
   private readonly writer: DeliveryWriter;
+  /** Starts that could not be recorded since the last one that was (the restart's backoff). */
+  private unrecordedStarts = 0;
 
   constructor(
     readonly projectId: string,
@@ -243,7 +256,11 @@ export class DeliveryLifecycle {
     if (this.deps.store.replicator) {
       const held = () => this.live.get(delivery.id) === delivery;
       started.then(
-        () => (held() ? this.send(delivery, webhook, envelope, startedAt) : this.notSent(delivery, false)),
+        () => {
+          this.unrecordedStarts = 0;
+          if (held()) this.send(delivery, webhook, envelope, startedAt);
+          else this.notSent(delivery, false);
+        },
         () => this.notSent(delivery, held()),
       );
       return;
@@ -251,10 +268,14 @@ export class DeliveryLifecycle {
     this.send(delivery, webhook, envelope, startedAt);
   }
 
-  /** An attempt that was never sent: given up to the next owner (dropped), or interrupted here to be made again. */
+  /** An attempt that was never sent: given up to the next owner (dropped), or interrupted here to be made again after a backoff. */
   private notSent(delivery: LiveDelivery, stillHeld: boolean): void {
     this.attempting.delete(delivery);
-    if (stillHeld && delivery.status === 'delivering') this.step(delivery, 'ATTEMPT_INTERRUPTED');
+    if (stillHeld && delivery.status === 'delivering') {
+      const waitMs = Math.min(UNRECORDED_START_RETRY_MAX_MS, UNRECORDED_START_RETRY_MIN_MS * 2 ** this.unrecordedStarts);
+      this.unrecordedStarts++;
+      this.step(delivery, 'ATTEMPT_INTERRUPTED', this.deps.clock.now() + waitMs);
+    }
     this.wakeIfIdle();
   }
 
@@ -296,32 +317,34 @@ export class DeliveryLifecycle {
       responseBody: outcome.responseBody,
     };
     delivery.envelope = null;
-    this.inBackground(this.apply(delivery, event, step, { attempt, outcome }), delivery.id);
+    this.inBackground(this.apply(delivery, event, step, { attemptInfo: { attempt, outcome } }), delivery.id);
     this.wakeIfIdle();
     this.pump();
   }
 
-  /** Takes the delivery through `event`, which the machine must allow in its state. */
-  step(delivery: LiveDelivery, event: DeliveryEventType): Promise<DeliveryChange> {
+  /** Takes the delivery through `event`, which the machine must allow in its state; `dueAt` as in `apply`. */
+  step(delivery: LiveDelivery, event: DeliveryEventType, dueAt?: number): Promise<DeliveryChange> {
     const step = deliveryTable.next(delivery.status, delivery.counters, { type: event });
     if (!step) throw new HooklineError('HOOKLINE_ERR_INTERNAL', `delivery ${delivery.id}: ${event} is not allowed in ${delivery.status}`);
-    const committed = this.apply(delivery, event, step);
+    const committed = this.apply(delivery, event, step, dueAt === undefined ? {} : { dueAt });
     this.inBackground(committed, delivery.id);
     return committed;
   }
 
   /**
    * Applies a machine step to the delivery, runs its effects and queues it for writing. Resolves
-   * with the change once it is committed; terminal deliveries leave memory only then.
+   * with the change once it is committed; terminal deliveries leave memory only then. A step to
+   * `pending` makes the delivery due at `dueAt`, by default now.
    */
-  apply(delivery: LiveDelivery, event: DeliveryEventType, step: DeliveryStep, attemptInfo?: { attempt: AttemptRecord; outcome: AttemptOutcome }): Promise<DeliveryChange> {
+  apply(delivery: LiveDelivery, event: DeliveryEventType, step: DeliveryStep, details: { attemptInfo?: { attempt: AttemptRecord; outcome: AttemptOutcome }; dueAt?: number } = {}): Promise<DeliveryChange> {
+    const { attemptInfo } = details;
     const now = this.deps.clock.now();
     delivery.status = step.state;
     delivery.counters = step.context;
     delivery.nextAttemptAt = null;
     this.hold(delivery);
     this.runEffects(delivery, step.actions, now, attemptInfo?.outcome);
-    if (step.state === 'pending') delivery.nextAttemptAt ??= now;
+    if (step.state === 'pending') delivery.nextAttemptAt ??= details.dueAt ?? now;
     const transitions: TransitionRecord[] = step.transitions.map((hop) => ({ from: hop.from, to: hop.to, event, at: now }));
     const change: DeliveryChange = {
       status: delivery.status,
