@@ -2,6 +2,8 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { parseByteSize, parseDuration } from '../config/duration.js';
 import { decodeSecret } from '../signing/secret.js';
+import type { CliCommand } from './command.js';
+import { wantsHelp } from './command.js';
 import type { CliIo } from './io.js';
 
 /** The flags a command accepts, as `node:util` parseArgs declares them. */
@@ -45,6 +47,9 @@ export function usageProblem(io: CliIo, command: string, problems: readonly stri
   io.stderr.write(`${problems.map((problem) => `hookline ${command}: ${problem}`).join('\n')}\nRun "hookline ${command} --help" for usage.\n`);
   return 2;
 }
+
+/** The `positionals` of a command that takes none. */
+export const NO_POSITIONALS = z.array(z.string()).max(0, 'takes no positional arguments');
 
 /** A flag given as text that must be present. */
 export function requiredText(hint: string) {
@@ -146,7 +151,37 @@ export function urlFlag(hint: string) {
 
 /** Writes the command's help to stdout when asked; true when it did. */
 export function printedHelp(io: CliIo, args: readonly string[], help: string): boolean {
-  if (!args.includes('--help') && !args.includes('-h')) return false;
+  if (!wantsHelp(args)) return false;
   io.stdout.write(`${help}\n`);
   return true;
+}
+
+/** Parses and validates `args` (see `parseCommandArgs`) and runs `run` on the values; on a usage problem, 2 without running. */
+export async function runParsed<S extends z.ZodType>(io: CliIo, command: string, args: readonly string[], flags: FlagSpec, schema: S, run: (options: z.output<S>) => Promise<number>): Promise<number> {
+  const parsed = parseCommandArgs(io, command, args, flags, schema);
+  return parsed.ok ? run(parsed.value) : parsed.exitCode;
+}
+
+/** A command that prints `help` on `--help`/`-h` (exit 0) and otherwise runs `run` on its arguments. */
+export function commandWithHelp(io: CliIo, command: Omit<CliCommand, 'run'>, run: (args: readonly string[]) => Promise<number>): CliCommand {
+  return {
+    ...command,
+    async run(args) {
+      return printedHelp(io, args, command.help) ? 0 : run(args);
+    },
+  };
+}
+
+/** What a command states itself; `defineCommand` adds the help, the parsing and the usage errors. */
+export interface CommandDefinition<S extends z.ZodType> extends Omit<CliCommand, 'run'> {
+  flags: FlagSpec;
+  /** Made afresh for each run, so its defaults read the environment and the clock of that run. */
+  schema(): S;
+  /** Runs on the validated flags (and, under `positionals`, the positional arguments). */
+  run(options: z.output<S>): Promise<number>;
+}
+
+/** A command with `--help`, flags parsed and validated against `schema`, and exit code 2 on a usage problem. */
+export function defineCommand<S extends z.ZodType>(io: CliIo, { flags, schema, run, ...command }: CommandDefinition<S>): CliCommand {
+  return commandWithHelp(io, command, (args) => runParsed(io, command.name, args, flags, schema(), run));
 }

@@ -7,12 +7,6 @@ export interface CliCommand {
   run(args: string[]): Promise<number>;
 }
 
-export function wantsHelp(args: string[]): boolean {
+export function wantsHelp(args: readonly string[]): boolean {
   return args.includes('--help') || args.includes('-h');
-}
-
-/** Prints a problem and what to do next, as every CLI error should. */
-export function usageError(command: CliCommand, message: string): number {
-  process.stderr.write(`hookline ${command.name}: ${message}\nRun "hookline ${command.name} --help" for usage.\n`);
-  return 2;
 }

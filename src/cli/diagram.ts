@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { DIAGRAM_FORMATS, DIAGRAM_MACHINES, renderDiagram } from '../diagram/index.js';
-import { parseCommandArgs, printedHelp } from './args.js';
+import { defineCommand } from './args.js';
 import type { CliCommand } from './command.js';
 import type { CliIo } from './io.js';
 import { processIo } from './io.js';
@@ -36,15 +36,13 @@ const SCHEMA = z.object({
 
 /** `hookline diagram`, talking to `io` (the process by default). */
 export function createDiagramCommand(io: CliIo = processIo()): CliCommand {
-  return {
+  return defineCommand(io, {
     name: 'diagram',
     summary: 'state diagrams of the machines (Mermaid, DOT or SVG), from their definitions',
     help: HELP,
-    async run(args) {
-      if (printedHelp(io, args, HELP)) return 0;
-      const parsed = parseCommandArgs(io, 'diagram', args, FLAGS, SCHEMA);
-      if (!parsed.ok) return parsed.exitCode;
-      const { machine, format, output } = parsed.value;
+    flags: FLAGS,
+    schema: () => SCHEMA,
+    async run({ machine, format, output }) {
       const text = renderDiagram(machine, format);
       if (output === undefined) {
         io.stdout.write(text);
@@ -59,7 +57,7 @@ export function createDiagramCommand(io: CliIo = processIo()): CliCommand {
       io.stderr.write(`hookline diagram: wrote the ${machine} machine as ${format} to ${output}\n`);
       return 0;
     },
-  };
+  });
 }
 
 export const diagramCommand: CliCommand = createDiagramCommand();

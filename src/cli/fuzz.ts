@@ -27,7 +27,7 @@ import type { CaseKind, CaseResult, FailureClass, Measurements } from '../fuzz/i
 import { counted } from '../plural.js';
 import { HooklineClient, NETWORK_ERROR_CODE, isHooklineApiError } from '../sdk/index.js';
 import { decodeSecret } from '../signing/secret.js';
-import { byteSizeFlag, durationFlag, integerFlag, parseCommandArgs, printedHelp, secretFlag, urlFlag, usageProblem } from './args.js';
+import { NO_POSITIONALS, byteSizeFlag, commandWithHelp, durationFlag, integerFlag, runParsed, secretFlag, urlFlag, usageProblem } from './args.js';
 import type { CliCommand } from './command.js';
 import { connectProblem } from './http-post.js';
 import type { CliIo } from './io.js';
@@ -125,7 +125,7 @@ function schema(io: CliIo) {
     'skip-measure': z.boolean().optional(),
     'stall-wait': durationFlag(5_000),
     timeout: durationFlag(10_000),
-    positionals: z.array(z.string()).max(0, 'takes no positional arguments'),
+    positionals: NO_POSITIONALS,
   }).superRefine((options, context) => {
     if (options.corpus === undefined || !isUrl(options.corpus)) return;
     if (!options['api-key']) context.addIssue({ code: 'custom', path: ['api-key'], message: "is required with --corpus URL: pass the project's key with --api-key or set HOOKLINE_API_KEY" });
@@ -154,17 +154,11 @@ async function apiCorpus(io: CliIo, url: string, apiKey: string): Promise<Uint8A
 
 /** `hookline fuzz`, talking to `io` (the process by default). */
 export function createFuzzCommand(io: CliIo = processIo()): CliCommand {
-  return {
-    name: 'fuzz',
-    summary: 'fuzz a webhook receiver with valid and forged signed deliveries, and measure its edges',
-    help: HELP,
-    async run(args) {
-      if (printedHelp(io, args, HELP)) return 0;
-      // The old flag judged a 2xx to a repeat as a failure, which is backwards for at-least-once delivery.
-      if (args.includes('--strict-replay')) return usageProblem(io, 'fuzz', ['--strict-replay is gone: a repeated webhook-id must now get a 2xx, as at-least-once delivery needs; --expect-duplicate any accepts any answer']);
-      const parsed = parseCommandArgs(io, 'fuzz', args, FLAGS, schema(io));
-      if (!parsed.ok) return parsed.exitCode;
-      const options = parsed.value;
+  const command = { name: 'fuzz', summary: 'fuzz a webhook receiver with valid and forged signed deliveries, and measure its edges', help: HELP };
+  return commandWithHelp(io, command, async (args) => {
+    // The old flag judged a 2xx to a repeat as a failure, which is backwards for at-least-once delivery.
+    if (args.includes('--strict-replay')) return usageProblem(io, 'fuzz', ['--strict-replay is gone: a repeated webhook-id must now get a 2xx, as at-least-once delivery needs; --expect-duplicate any accepts any answer']);
+    return runParsed(io, 'fuzz', args, FLAGS, schema(io), async (options) => {
       if (options.corpus !== undefined && isUrl(options.corpus) && args.some((arg) => arg === '--project' || arg.startsWith('--project='))) {
         return usageProblem(io, 'fuzz', ['--project is for --corpus DIR: with --corpus URL the API key names the project']);
       }
@@ -256,8 +250,8 @@ export function createFuzzCommand(io: CliIo = processIo()): CliCommand {
       } finally {
         progress.finish();
       }
-    },
-  };
+    });
+  });
 }
 
 export const fuzzCommand: CliCommand = createFuzzCommand();

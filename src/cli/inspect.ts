@@ -3,7 +3,7 @@ import { machineGraph, renderMermaid } from '../diagram/index.js';
 import { formatInspection, matchPath, pathHighlight } from '../inspect/timeline.js';
 import { HooklineClient, NETWORK_ERROR_CODE, isHooklineApiError } from '../sdk/index.js';
 import type { DeliveryDetail } from '../sdk/index.js';
-import { parseCommandArgs, printedHelp, requiredText, urlFlag } from './args.js';
+import { defineCommand, requiredText, urlFlag } from './args.js';
 import type { CliCommand } from './command.js';
 import type { CliIo } from './io.js';
 import { processIo } from './io.js';
@@ -49,17 +49,15 @@ function schema(io: CliIo) {
 
 /** `hookline inspect`, talking to `io` (the process by default). */
 export function createInspectCommand(io: CliIo = processIo()): CliCommand {
-  return {
+  return defineCommand(io, {
     name: 'inspect',
     summary: "a delivery's path (its transitions) and the state machine's edges it took",
     help: HELP,
-    async run(args) {
-      if (printedHelp(io, args, HELP)) return 0;
-      const parsed = parseCommandArgs(io, 'inspect', args, FLAGS, schema(io));
-      if (!parsed.ok) return parsed.exitCode;
-      const { url, format, positionals } = parsed.value;
+    flags: FLAGS,
+    schema: () => schema(io),
+    async run({ url, format, positionals, 'api-key': apiKey }) {
       const id = positionals[0]!;
-      const client = new HooklineClient({ baseUrl: url, apiKey: parsed.value['api-key'] });
+      const client = new HooklineClient({ baseUrl: url, apiKey });
       let detail: DeliveryDetail;
       try {
         detail = await client.getDelivery(id);
@@ -83,7 +81,7 @@ export function createInspectCommand(io: CliIo = processIo()): CliCommand {
       }
       return 0;
     },
-  };
+  });
 }
 
 export const inspectCommand: CliCommand = createInspectCommand();

@@ -6,7 +6,7 @@ import { counted } from '../plural.js';
 import { EventLogReader } from '../replay/event-log.js';
 import { claimDataDir } from '../store/data-dir.js';
 import { textTable } from '../text-table.js';
-import { parseCommandArgs, printedHelp, usageProblem } from './args.js';
+import { NO_POSITIONALS, commandWithHelp, runParsed, usageProblem } from './args.js';
 import type { CliCommand } from './command.js';
 import type { CliIo } from './io.js';
 import { processIo } from './io.js';
@@ -23,10 +23,9 @@ list    lists the projects in the data directory (default HOOKLINE_DATA_DIR, els
 
 const PROJECT = z.string({ error: 'is required: --project NAME (1-64 of A-Z a-z 0-9 _ -)' }).regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 _ -');
 
-async function create(io: CliIo, args: readonly string[]): Promise<number> {
-  const parsed = parseCommandArgs(io, 'keys create', args, { project: { type: 'string' } }, z.object({ project: PROJECT, positionals: z.array(z.string()).max(0, 'takes no positional arguments') }));
-  if (!parsed.ok) return parsed.exitCode;
-  const { project } = parsed.value;
+const CREATE_SCHEMA = z.object({ project: PROJECT, positionals: NO_POSITIONALS });
+
+async function create(io: CliIo, { project }: z.output<typeof CREATE_SCHEMA>): Promise<number> {
   const settings = settingsFromEnvironment(io.env);
   // A writer like the server: it owns the directory while it writes (refused while a server runs).
   const dataDir = claimDataDir(settings.dataDir);
@@ -44,11 +43,11 @@ async function create(io: CliIo, args: readonly string[]): Promise<number> {
   }
 }
 
-async function list(io: CliIo, args: readonly string[]): Promise<number> {
-  const schema = z.object({ 'data-dir': z.string().min(1, 'must name a directory').default(io.env.HOOKLINE_DATA_DIR || './data'), positionals: z.array(z.string()).max(0, 'takes no positional arguments') });
-  const parsed = parseCommandArgs(io, 'keys list', args, { 'data-dir': { type: 'string' } }, schema);
-  if (!parsed.ok) return parsed.exitCode;
-  const dataDir = parsed.value['data-dir'];
+function listSchema(io: CliIo) {
+  return z.object({ 'data-dir': z.string().min(1, 'must name a directory').default(io.env.HOOKLINE_DATA_DIR || './data'), positionals: NO_POSITIONALS });
+}
+
+async function list(io: CliIo, dataDir: string): Promise<number> {
   let reader: EventLogReader;
   try {
     reader = EventLogReader.open(dataDir);
@@ -72,18 +71,12 @@ async function list(io: CliIo, args: readonly string[]): Promise<number> {
 
 /** `hookline keys`, talking to `io` (the process by default). */
 export function createKeysCommand(io: CliIo = processIo()): CliCommand {
-  return {
-    name: 'keys',
-    summary: 'create API keys, and list the projects, in the local data directory',
-    help: HELP,
-    async run(args) {
-      if (printedHelp(io, args, HELP)) return 0;
-      const [subcommand, ...rest] = args;
-      if (subcommand === 'create') return create(io, rest);
-      if (subcommand === 'list') return list(io, rest);
-      return usageProblem(io, 'keys', [subcommand ? `unknown subcommand "${subcommand}": create or list` : 'missing subcommand: create or list']);
-    },
-  };
+  const command = { name: 'keys', summary: 'create API keys, and list the projects, in the local data directory', help: HELP };
+  return commandWithHelp(io, command, async ([subcommand, ...rest]) => {
+    if (subcommand === 'create') return runParsed(io, 'keys create', rest, { project: { type: 'string' } }, CREATE_SCHEMA, (options) => create(io, options));
+    if (subcommand === 'list') return runParsed(io, 'keys list', rest, { 'data-dir': { type: 'string' } }, listSchema(io), (options) => list(io, options['data-dir']));
+    return usageProblem(io, 'keys', [subcommand ? `unknown subcommand "${subcommand}": create or list` : 'missing subcommand: create or list']);
+  });
 }
 
 export const keysCommand: CliCommand = createKeysCommand();

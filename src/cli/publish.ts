@@ -9,7 +9,7 @@ import { decodeVerdict, verdictSubject, verdictSubjectPrefix } from '../transpor
 import { maskedNatsUrl } from '../transport/nats-access.js';
 import type { NatsAccess } from '../transport/nats-access.js';
 import { connectNats } from '../transport/nats-connection.js';
-import { durationFlag, integerFlag, parseCommandArgs, printedHelp } from './args.js';
+import { NO_POSITIONALS, defineCommand, durationFlag, integerFlag } from './args.js';
 import type { CliCommand } from './command.js';
 import type { CliIo } from './io.js';
 import { processIo } from './io.js';
@@ -73,7 +73,7 @@ function schema(io: CliIo) {
       .transform((text) => text ?? (io.env.HOOKLINE_CLUSTER === '1' ? (io.env.HOOKLINE_PARTITIONS ?? '64') : undefined))
       .pipe(integerFlag(1, 1024, 0, "the cluster's HOOKLINE_PARTITIONS"))
       .transform((partitions) => partitions || undefined),
-    positionals: z.array(z.string()).max(0, 'takes no positional arguments'),
+    positionals: NO_POSITIONALS,
   });
 }
 
@@ -148,15 +148,13 @@ function publisherAccess(io: CliIo, natsUrl: string): NatsAccess {
 
 /** `hookline publish`, talking to `io` (the process by default). */
 export function createPublishCommand(io: CliIo = processIo()): CliCommand {
-  return {
+  return defineCommand(io, {
     name: 'publish',
     summary: "publish one event to Hookline over NATS JetStream and wait for Hookline's verdict",
     help: HELP,
-    async run(args) {
-      if (printedHelp(io, args, HELP)) return 0;
-      const parsed = parseCommandArgs(io, 'publish', args, FLAGS, schema(io));
-      if (!parsed.ok) return parsed.exitCode;
-      const flags = parsed.value;
+    flags: FLAGS,
+    schema: () => schema(io),
+    async run(flags) {
       let connection: NatsConnection;
       try {
         connection = await connectNats(publisherAccess(io, flags.url), { timeout: 3000, reconnect: false });
@@ -199,7 +197,7 @@ export function createPublishCommand(io: CliIo = processIo()): CliCommand {
         await connection.close();
       }
     },
-  };
+  });
 }
 
 export const publishCommand: CliCommand = createPublishCommand();

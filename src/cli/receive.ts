@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { counted } from '../plural.js';
 import type { ReceivedDelivery } from '../receive/verifying-receiver.js';
 import { startVerifyingReceiver } from '../receive/verifying-receiver.js';
-import { ENDPOINT_SECRET_HINT, byteSizeFlag, integerFlag, parseCommandArgs, printedHelp, secretFlag } from './args.js';
+import { ENDPOINT_SECRET_HINT, NO_POSITIONALS, byteSizeFlag, defineCommand, integerFlag, secretFlag } from './args.js';
 import type { CliCommand } from './command.js';
 import type { CliIo } from './io.js';
 import { processIo, untilAborted } from './io.js';
@@ -43,7 +43,7 @@ function schema(io: CliIo) {
     'max-body': byteSizeFlag(1024 * 1024),
     full: z.boolean().optional(),
     json: z.boolean().optional(),
-    positionals: z.array(z.string()).max(0, 'takes no positional arguments'),
+    positionals: NO_POSITIONALS,
   });
 }
 
@@ -72,15 +72,13 @@ function formatDelivery(delivery: ReceivedDelivery, full: boolean): string {
 
 /** `hookline receive`, talking to `io` (the process by default). */
 export function createReceiveCommand(io: CliIo = processIo()): CliCommand {
-  return {
+  return defineCommand(io, {
     name: 'receive',
     summary: 'a local receiver that verifies and prints each delivery',
     help: HELP,
-    async run(args) {
-      if (printedHelp(io, args, HELP)) return 0;
-      const parsed = parseCommandArgs(io, 'receive', args, FLAGS, schema(io));
-      if (!parsed.ok) return parsed.exitCode;
-      const options = parsed.value;
+    flags: FLAGS,
+    schema: () => schema(io),
+    async run(options) {
       let verified = 0;
       let rejected = 0;
       let receiver;
@@ -115,7 +113,7 @@ export function createReceiveCommand(io: CliIo = processIo()): CliCommand {
       io.stderr.write(`hookline receive: stopped after ${counted(verified + rejected, 'request')}: ${verified} verified, ${rejected} rejected\n`);
       return 0;
     },
-  };
+  });
 }
 
 export const receiveCommand: CliCommand = createReceiveCommand();

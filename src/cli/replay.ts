@@ -6,7 +6,7 @@ import { EVENT_TYPES } from '../sdk/types.js';
 import { newSortableId } from '../store/ids.js';
 import { EventLogReader } from '../replay/event-log.js';
 import { replayEvents, seededRandom } from '../replay/replay-run.js';
-import { durationFlag, integerFlag, parseCommandArgs, positiveNumberFlag, printedHelp, secretFlag, urlFlag } from './args.js';
+import { NO_POSITIONALS, defineCommand, durationFlag, integerFlag, positiveNumberFlag, secretFlag, urlFlag } from './args.js';
 import type { CliCommand } from './command.js';
 import { createPoster } from './http-post.js';
 import type { CliIo } from './io.js';
@@ -120,22 +120,20 @@ function schema(io: CliIo, nowMs: number) {
       'data-dir': z.string().min(1, 'must name a directory').default(io.env.HOOKLINE_DATA_DIR || './data'),
       project: projectFlag,
       'dry-run': z.boolean().optional(),
-      positionals: z.array(z.string()).max(0, 'takes no positional arguments'),
+      positionals: NO_POSITIONALS,
     })
     .refine((options) => options.to === undefined || options.to > options.from, { message: 'must be later than --from', path: ['to'] });
 }
 
 /** `hookline replay`, talking to `io` (the process by default). */
 export function createReplayCommand(io: CliIo = processIo()): CliCommand {
-  return {
+  return defineCommand(io, {
     name: 'replay',
     summary: "re-send stored events to another target (e.g. staging), signed with its secret",
     help: HELP,
-    async run(args) {
-      if (printedHelp(io, args, HELP)) return 0;
-      const parsed = parseCommandArgs(io, 'replay', args, FLAGS, schema(io, Date.now()));
-      if (!parsed.ok) return parsed.exitCode;
-      const options = parsed.value;
+    flags: FLAGS,
+    schema: () => schema(io, Date.now()),
+    async run(options) {
       const projectId = options.project;
       let reader: EventLogReader;
       try {
@@ -206,7 +204,7 @@ export function createReplayCommand(io: CliIo = processIo()): CliCommand {
         await reader.close();
       }
     },
-  };
+  });
 }
 
 export const replayCommand: CliCommand = createReplayCommand();
