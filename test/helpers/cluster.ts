@@ -3,6 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { onTestFinished } from 'vitest';
 import { desiredPartitions } from '../../src/cluster/rendezvous.js';
 import { partitionOf } from '../../src/sdk/partition.js';
 import { startChildNode, type ChildNode } from './child-node.js';
@@ -84,6 +85,8 @@ export interface TestCluster {
    * `nodeIds` (and by no other), and returns that map.
    */
   waitForOwnership(nodeIds: string[], timeoutMs?: number): Promise<Map<number, string>>;
+  /** Starts `nodeIds` together, then `waitForOwnership(nodeIds, timeoutMs)`. */
+  startSettled(nodeIds: string[], timeoutMs?: number): Promise<Map<number, string>>;
   /** One HTTP call to a node; `body` is JSON-encoded. */
   api(node: ClusterNodeHandle, method: string, path: string, options?: { key?: string; body?: unknown; headers?: Record<string, string> }): Promise<ApiAnswer>;
   /**
@@ -240,6 +243,10 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
         { timeoutMs, intervalMs: 50, message: `partitions owned as rendezvous hashing over ${nodeIds.join(', ')} says` },
       );
     },
+    async startSettled(nodeIds, timeoutMs) {
+      await Promise.all(nodeIds.map((nodeId) => cluster.start(nodeId)));
+      return cluster.waitForOwnership(nodeIds, timeoutMs);
+    },
     api,
     async apiSettled(node, method, path, callOptions = {}) {
       const deadline = Date.now() + (callOptions.timeoutMs ?? 15_000);
@@ -276,5 +283,12 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
       for (const dir of dirs) dir.remove();
     },
   };
+  return cluster;
+}
+
+/** A cluster for the running test alone: disposed when the test finishes, passed or failed. */
+export async function startTestClusterForTest(options: TestClusterOptions = {}): Promise<TestCluster> {
+  const cluster = await startTestCluster(options);
+  onTestFinished(() => cluster.dispose());
   return cluster;
 }

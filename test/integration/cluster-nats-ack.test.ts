@@ -1,8 +1,8 @@
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { publishEvent } from '../../src/sdk/nats.js';
 import { decodeVerdict, verdictSubjectPrefix } from '../../src/transport/verdict.js';
 import { ensureBuilt } from '../helpers/child-node.js';
-import { startTestCluster, type TestCluster } from '../helpers/cluster.js';
+import { startTestClusterForTest } from '../helpers/cluster.js';
 import { ALL_TYPES } from '../helpers/hookline.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -20,12 +20,6 @@ const EVENTS = 40;
 beforeAll(() => ensureBuilt(), 120_000);
 
 describe('NATS ingest in cluster mode', () => {
-  let cluster: TestCluster | undefined;
-  afterEach(async () => {
-    await cluster?.dispose();
-    cluster = undefined;
-  });
-
   it('events acked over NATS survive a kill -9 of their owner right after the ack: the new owner delivers each', async () => {
     let killedAt = Infinity;
     // Nothing succeeds before the kill, so only the new owner can complete a delivery.
@@ -37,10 +31,8 @@ describe('NATS ingest in cluster mode', () => {
         return { status: 204 };
       },
     });
-    cluster = await startTestCluster({ partitions: PARTITIONS, leaseMs: LEASE_MS, settings: { HOOKLINE_RETRY_SCHEDULE: '0,500ms,500ms,500ms,500ms,500ms,500ms,500ms,500ms,500ms' }, label: 'nats-ack' });
-    const c = cluster;
-    await Promise.all(['node-a', 'node-b'].map((nodeId) => c.start(nodeId)));
-    const owners = await c.waitForOwnership(['node-a', 'node-b']);
+    const c = await startTestClusterForTest({ partitions: PARTITIONS, leaseMs: LEASE_MS, settings: { HOOKLINE_RETRY_SCHEDULE: '0,500ms,500ms,500ms,500ms,500ms,500ms,500ms,500ms,500ms' }, label: 'nats-ack' });
+    const owners = await c.startSettled(['node-a', 'node-b']);
     const victim = c.node('node-a');
     const survivor = c.node('node-b');
 

@@ -1,6 +1,6 @@
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt } from '../helpers/child-node.js';
-import { startTestCluster, type TestCluster } from '../helpers/cluster.js';
+import { startTestClusterForTest } from '../helpers/cluster.js';
 import { ALL_TYPES } from '../helpers/hookline.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -14,20 +14,12 @@ import { waitFor } from '../helpers/wait-for.js';
 beforeAll(() => ensureBuilt(), 120_000);
 
 describe('delivery features in a cluster', () => {
-  let cluster: TestCluster | undefined;
-  afterEach(async () => {
-    await cluster?.dispose();
-    cluster = undefined;
-  });
-
   it('the configuration travels with the partition: after kill -9 of the owner the survivor shows it, filters, sends the headers and reports on the endpoint', async () => {
     let gone = false;
     const main = await startReceiver({ respond: () => ({ status: gone ? 410 : 204 }) });
     const ops = await startReceiver();
-    cluster = await startTestCluster({ partitions: 4, leaseMs: 1_500, label: 'webhook-features' });
-    const c = cluster;
-    await Promise.all(['node-a', 'node-b'].map((nodeId) => c.start(nodeId)));
-    const owners = await c.waitForOwnership(['node-a', 'node-b']);
+    const c = await startTestClusterForTest({ partitions: 4, leaseMs: 1_500, label: 'webhook-features' });
+    const owners = await c.startSettled(['node-a', 'node-b']);
     const { projectId, apiKey } = await c.createProject(c.node('node-a'), 'features');
     const owner = c.node(owners.get(c.partitionOf(projectId))!);
     const survivor = c.live().find((node) => node !== owner)!;
