@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, rmSync, statfsSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import type { TestContext } from 'vitest';
 import { configureReceiver, startTestHookline, waitForDeliveryStatus } from '../helpers/hookline.js';
 import type { ApiAnswer, TestHookline } from '../helpers/hookline.js';
 import { startReceiver } from '../helpers/receiver.js';
@@ -45,6 +46,13 @@ function notSucceeded(hookline: TestHookline): string {
   return `${rows.length} not succeeded${rows.length > 0 ? `: ${rows.slice(0, 5).join('; ')}` : ''}`;
 }
 
+/** Waits until `count` deliveries are `succeeded` in the log; a timeout names the ones that are not. */
+async function waitForAllSucceeded(hookline: TestHookline, count: number, timeoutMs = 5_000): Promise<void> {
+  await waitFor(() => hookline.node.engine.store.countByStatus('succeeded') === count, { timeoutMs, message: 'all succeeded in the log' }).catch((error: Error) => {
+    throw new Error(`${error.message}; ${notSucceeded(hookline)}`);
+  });
+}
+
 function expectStorageFull(refusal: ApiAnswer) {
   expect(refusal.status, JSON.stringify(refusal.body)).toBe(503);
   expect(refusal.body.error.code).toBe('storage_full');
@@ -83,7 +91,7 @@ describe('disk full: HOOKLINE_MAX_DATA_SIZE', () => {
     // At least once: a slow answer can be retried, so compare the distinct events.
     expect([...new Set(receiver.received.map((delivery) => delivery.envelope.id))].sort()).toEqual([...accepted].sort());
     expect(receiver.received.every((delivery) => delivery.verified)).toBe(true);
-    await waitFor(() => hookline.node.engine.store.countByStatus('succeeded') === accepted.length, { message: 'all succeeded in the log' });
+    await waitForAllSucceeded(hookline, accepted.length);
     expectStorageFull(await hookline.api('POST', '/v1/events', { body: { type: 'service.trigger.event', data: {} } }));
     await hookline.close();
 
@@ -95,8 +103,14 @@ describe('disk full: HOOKLINE_MAX_DATA_SIZE', () => {
   });
 });
 
+interface Tmpfs {
+  path: string;
+  resize(size: string): void;
+  unmount(): void;
+}
+
 /** Mounts a tmpfs of `size` at a fresh directory (root on Linux only); null when that is not possible here. */
-function mountTmpfs(size: string): { path: string; resize(size: string): void; unmount(): void } | null {
+function mountTmpfs(size: string): Tmpfs | null {
   if (process.platform !== 'linux' || process.getuid?.() !== 0 || process.env.HOOKLINE_TEST_NO_MOUNT === '1') return null;
   const dir = makeTempDir('hookline-tmpfs-');
   const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir.path], { encoding: 'utf8' });
@@ -115,6 +129,19 @@ function mountTmpfs(size: string): { path: string; resize(size: string): void; u
       dir.remove();
     },
   };
+}
+
+/**
+ * A 32 MB tmpfs for the running test, unmounted when it finishes, with an empty data directory in
+ * it. Skips the test where no tmpfs can be mounted.
+ */
+function smallDiskForTest(context: TestContext): { disk: Tmpfs; dataDir: string } {
+  const disk = mountTmpfs('32m');
+  if (!disk) return context.skip('needs root on Linux to mount a small tmpfs');
+  onTestFinished(() => disk.unmount());
+  const dataDir = join(disk.path, 'data');
+  mkdirSync(dataDir);
+  return { disk, dataDir };
 }
 
 /**
@@ -146,11 +173,7 @@ describe('disk full: the filesystem itself', () => {
   it('a nearly full disk turns ingest into 503 storage_full before LMDB meets ENOSPC; stored events keep being delivered; nothing accepted is lost', async (context) => {
     // 32 MB: the store keeps 5% (1.6 MB) free, room for the state changes of what was accepted
     // (a few hundred large events; each delivery's record grows by its attempts and transitions).
-    const disk = mountTmpfs('32m');
-    if (!disk) return context.skip('needs root on Linux to mount a small tmpfs');
-    onTestFinished(() => disk.unmount());
-    const dataDir = join(disk.path, 'data');
-    mkdirSync(dataDir);
+    const { disk, dataDir } = smallDiskForTest(context);
 
     const receiver = await startReceiver();
     // The receiver shares this process's event loop with the node: on a loaded machine the first
@@ -172,9 +195,7 @@ describe('disk full: the filesystem itself', () => {
     await waitFor(() => new Set(receiver.received.map((delivery) => delivery.envelope.id)).size >= accepted.length, { timeoutMs: 20_000, message: `${accepted.length} deliveries` });
     // At least once: a slow answer can be retried, so compare the distinct events.
     expect([...new Set(receiver.received.map((delivery) => delivery.envelope.id))].sort()).toEqual([...accepted].sort());
-    await waitFor(() => hookline.node.engine.store.countByStatus('succeeded') === accepted.length, { message: 'all succeeded in the log' }).catch((error: Error) => {
-      throw new Error(`${error.message}; ${notSucceeded(hookline)}`);
-    });
+    await waitForAllSucceeded(hookline, accepted.length);
     expectStorageFull(await hookline.api('POST', '/v1/events', { body: { type: 'service.trigger.event', data: {} } }));
 
     // Space comes back: ingest resumes without a restart.
@@ -189,11 +210,7 @@ describe('disk full: the filesystem itself', () => {
   });
 
   it('bursts of concurrent events are refused at the reserve too: the disk keeps its documented reserve free and nothing refused is stored', async (context) => {
-    const disk = mountTmpfs('32m');
-    if (!disk) return context.skip('needs root on Linux to mount a small tmpfs');
-    onTestFinished(() => disk.unmount());
-    const dataDir = join(disk.path, 'data');
-    mkdirSync(dataDir);
+    const { dataDir } = smallDiskForTest(context);
     const hookline = await startTestHookline({ dataDir });
 
     // 64 events of 48 KB at once (3 MB, twice the 1.6 MB reserve): each burst is checked before
@@ -219,11 +236,7 @@ describe('disk full: the filesystem itself', () => {
   });
 
   it('the disk fills to its very end while deliveries are made: once space comes back every outcome reaches the log, without a restart or a second delivery', async (context) => {
-    const disk = mountTmpfs('32m');
-    if (!disk) return context.skip('needs root on Linux to mount a small tmpfs');
-    onTestFinished(() => disk.unmount());
-    const dataDir = join(disk.path, 'data');
-    mkdirSync(dataDir);
+    const { disk, dataDir } = smallDiskForTest(context);
 
     // The receiver holds its answers until the disk is full, so the outcomes meet it.
     let diskTaken!: () => void;
@@ -254,9 +267,7 @@ describe('disk full: the filesystem itself', () => {
 
     // Space comes back: what was delivered reaches the log as succeeded, nothing is sent again.
     filler.giveBack();
-    await waitFor(() => hookline.node.engine.store.countByStatus('succeeded') === accepted.length, { timeoutMs: 10_000, message: 'all succeeded in the log' }).catch((error: Error) => {
-      throw new Error(`${error.message}; ${notSucceeded(hookline)}`);
-    });
+    await waitForAllSucceeded(hookline, accepted.length, 10_000);
     expect(receiver.received.length).toBe(sent);
     await hookline.close();
 
