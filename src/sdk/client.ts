@@ -168,9 +168,7 @@ export class HooklineClient {
   listDeliveries(filter: DeliveryListFilter = {}, options: RequestOptions = {}): AsyncIterable<Delivery> {
     // Checked here, not at the first page: the mistake surfaces at the call that made it.
     checkArguments('listDeliveries', options, ['filter', filter, DELIVERY_LIST_FILTER]);
-    // Copied so that changing the caller's object mid-iteration cannot change later pages' query.
-    const query: DeliveryListFilter = { ...filter };
-    return { [Symbol.asyncIterator]: () => pages((cursor) => this.listDeliveriesPage({ ...query, cursor }, options)) };
+    return lazyPages(filter, (query) => this.listDeliveriesPage(query, options));
   }
 
   /** One page of deliveries (`GET /v1/logs/webhook-deliveries`); pass `nextCursor` back as `cursor`. */
@@ -245,8 +243,7 @@ export class HooklineClient {
    */
   listEvents(filter: EventListFilter = {}, options: RequestOptions = {}): AsyncIterable<StoredEvent> {
     checkArguments('listEvents', options, ['filter', filter, EVENT_LIST_FILTER]);
-    const query: EventListFilter = { ...filter };
-    return { [Symbol.asyncIterator]: () => pages((cursor) => this.listEventsPage({ ...query, cursor }, options)) };
+    return lazyPages(filter, (query) => this.listEventsPage(query, options));
   }
 
   /** One page of stored events (`GET /v1/events`); pass `nextCursor` back as `cursor`. */
@@ -312,14 +309,23 @@ export class HooklineClient {
   }
 }
 
-/** The items of every page, fetching the next one (by the previous `nextCursor`) only when iteration reaches it. */
-async function* pages<T>(page: (cursor: string | undefined) => Promise<{ data: T[]; nextCursor: string | null }>): AsyncGenerator<T, void> {
-  let cursor: string | undefined;
-  do {
-    const next = await page(cursor);
-    yield* next.data;
-    cursor = next.nextCursor ?? undefined;
-  } while (cursor !== undefined);
+/**
+ * The items of every page matching `filter`, fetching the next page (by the previous `nextCursor`)
+ * only when iteration reaches it; each `for await` starts again from the first page. The filter is
+ * copied, so that changing the caller's object mid-iteration cannot change later pages' query.
+ */
+function lazyPages<F extends object, T>(filter: F, page: (query: F & { cursor: string | undefined }) => Promise<{ data: T[]; nextCursor: string | null }>): AsyncIterable<T> {
+  const query = { ...filter };
+  return {
+    async *[Symbol.asyncIterator]() {
+      let cursor: string | undefined;
+      do {
+        const next = await page({ ...query, cursor });
+        yield* next.data;
+        cursor = next.nextCursor ?? undefined;
+      } while (cursor !== undefined);
+    },
+  };
 }
 
 /**
