@@ -53,6 +53,18 @@ const event = (id: string): EventRecord => ({
   deliveryIds: [],
 });
 
+/** The lease check of an append: held throughout. */
+const held = () => true;
+
+/** A changelog on a stream of its own, restored for `partition` so that it may append there. */
+async function changelogHolding(partition: number): Promise<{ changelog: PartitionChangelog; stream: string; prefix: string }> {
+  const { stream, prefix } = names();
+  const changelog = new PartitionChangelog(nc, stream, prefix);
+  await changelog.ensureStream();
+  await changelog.restore(partition, () => {});
+  return { changelog, stream, prefix };
+}
+
 async function restored(changelog: PartitionChangelog, partition: number): Promise<Map<string, ChangelogRecord>> {
   const changes = new Map<string, ChangelogRecord>();
   await changelog.restore(partition, (change) => void changes.set(change.kind === 'webhook' ? `webhook:${change.projectId}` : change.record.id, change));
@@ -61,11 +73,7 @@ async function restored(changelog: PartitionChangelog, partition: number): Promi
 
 describe('partition changelog', () => {
   it('stores the appends of one turn as one message per partition, each resolving once it is stored', async () => {
-    const { stream, prefix } = names();
-    const changelog = new PartitionChangelog(nc, stream, prefix);
-    await changelog.ensureStream();
-    await changelog.restore(3, () => {});
-    const held = () => true;
+    const { changelog, stream, prefix } = await changelogHolding(3);
     await Promise.all([
       ...Array.from({ length: 50 }, (_, i) => changelog.append(3, { kind: 'event', projectId: 'p1', record: event(`evt_${i}`) }, held)),
       changelog.append(3, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_a', 1, 'pending') }, held),
@@ -86,11 +94,7 @@ describe('partition changelog', () => {
   });
 
   it('restores a delivery from its record and its steps in transition order, a re-sent step once, and stops at a gap', async () => {
-    const { stream, prefix } = names();
-    const changelog = new PartitionChangelog(nc, stream, prefix);
-    await changelog.ensureStream();
-    await changelog.restore(2, () => {});
-    const held = () => true;
+    const { changelog, stream, prefix } = await changelogHolding(2);
     const step = (transitionIndex: number, status: DeliveryRecord['status'], attempt?: boolean): DeliveryChange => ({
       status,
       attempts: attempt ? 1 : 0,
@@ -135,30 +139,27 @@ describe('partition changelog', () => {
     const before = await restored(changelog, 7);
     expect([...before.keys()].sort()).toEqual(['dlv_old', 'evt_old']);
 
-    await changelog.append(7, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_old', 4, 'succeeded') }, () => true);
-    await changelog.append(7, { kind: 'event', projectId: 'p1', record: event('evt_new') }, () => true);
+    await changelog.append(7, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_old', 4, 'succeeded') }, held);
+    await changelog.append(7, { kind: 'event', projectId: 'p1', record: event('evt_new') }, held);
     const after = await restored(new PartitionChangelog(nc, stream, prefix), 7);
     expect([...after.keys()].sort()).toEqual(['dlv_old', 'evt_new', 'evt_old']);
     expect(after.get('dlv_old')!.record).toMatchObject({ status: 'succeeded' });
   });
 
   it('refuses a batch from a node that lost the partition once the new owner has appended; the holder\'s batch wins', async () => {
-    const { stream, prefix } = names();
-    const old = new PartitionChangelog(nc, stream, prefix);
-    await old.ensureStream();
-    await old.restore(1, () => {});
-    await old.append(1, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_x', 2, 'delivering') }, () => true);
+    const { changelog: old, stream, prefix } = await changelogHolding(1);
+    await old.append(1, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_x', 2, 'delivering') }, held);
 
     const owner = new PartitionChangelog(nc, stream, prefix);
     await owner.restore(1, () => {});
-    await owner.append(1, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_x', 4, 'retrying') }, () => true);
+    await owner.append(1, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_x', 4, 'retrying') }, held);
 
     // The old owner no longer holds the lease: its late batch is refused, not stored.
     await expect(old.append(1, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_x', 3, 'retrying') }, () => false)).rejects.toThrow(/wrong last sequence/);
     expect((await restored(new PartitionChangelog(nc, stream, prefix), 1)).get('dlv_x')!.record).toMatchObject({ status: 'retrying', attempts: 3 });
 
     // A holder whose view is stale (its ack was lost, say) appends again over the current last sequence.
-    await old.append(1, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_x', 6, 'succeeded') }, () => true);
+    await old.append(1, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_x', 6, 'succeeded') }, held);
     expect((await restored(new PartitionChangelog(nc, stream, prefix), 1)).get('dlv_x')!.record).toMatchObject({ status: 'succeeded' });
   });
 });
