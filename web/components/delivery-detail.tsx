@@ -4,8 +4,8 @@ import type { DashboardApi } from '../api.js';
 import { describeError, isHooklineApiError } from '../api.js';
 import { formatGap, formatTime, snippet } from '../format.js';
 import { usePolling } from '../hooks.js';
-import { href } from '../router.js';
-import { Notice } from './notice.js';
+import { DeliveryOutcomeNotice, Notice } from './notice.js';
+import type { DeliveryOutcome } from './notice.js';
 import { StatusBadge } from './status-badge.js';
 
 export interface DeliveryDetailPanelProps {
@@ -21,7 +21,7 @@ export interface DeliveryDetailPanelProps {
 export function DeliveryDetailPanel({ api, id, closeHref, onChanged }: DeliveryDetailPanelProps) {
   const [detail, setDetail] = useState<DeliveryDetail | null>(null);
   const [error, setError] = useState<string | null>(null);
-  const [notice, setNotice] = useState<{ kind: 'error' | 'success'; text: string; link?: string } | null>(null);
+  const [notice, setNotice] = useState<DeliveryOutcome | null>(null);
   const [busy, setBusy] = useState(false);
   const heading = useRef<HTMLHeadingElement>(null);
 
@@ -57,7 +57,7 @@ export function DeliveryDetailPanel({ api, id, closeHref, onChanged }: DeliveryD
         setNotice({ kind: 'success', text: `Retry started: the delivery is ${retried.status.replace('_', ' ')} again.` });
       } else {
         const { deliveryId } = await api.client.replayEvent(detail.eventId);
-        setNotice({ kind: 'success', text: `Replayed ${detail.eventId} as a new delivery: `, link: deliveryId });
+        setNotice({ kind: 'success', text: `Replayed ${detail.eventId} as a new delivery: `, deliveryId });
       }
       onChanged();
     } catch (caught) {
@@ -114,16 +114,7 @@ export function DeliveryDetailPanel({ api, id, closeHref, onChanged }: DeliveryD
               Replay the event
             </button>
           </div>
-          {notice && (
-            <Notice kind={notice.kind}>
-              {notice.text}
-              {notice.link && (
-                <a href={href('deliveries', notice.link)}>
-                  <code>{notice.link}</code>
-                </a>
-              )}
-            </Notice>
-          )}
+          {notice && <DeliveryOutcomeNotice outcome={notice} />}
 
           <h3>Attempts</h3>
           {detail.attemptLog.length === 0 ? (
