@@ -132,8 +132,8 @@ describe('receivers that misbehave', () => {
     const healthyMs = performance.now() - started;
     // Still hanging when the healthy project was done: it was served beside the saturated endpoint, not after it.
     expect(hookline.node.engine.actorFor(sent.hang!.projectId).liveCount).toBeGreaterThan(0);
-    // Some of its slots may be between a timed-out attempt and the next on a loaded machine; never more than its cap.
-    expect(servers.hang.stats.open).toBeGreaterThan(0);
+    // Its slots may all be between a timed-out attempt and the next on a loaded machine (seen in CI at
+    // load 14), so how many are open now says nothing; never more than its cap.
     expect(servers.hang.stats.open).toBeLessThanOrEqual(ENDPOINT_CONCURRENCY);
     expect(healthyMs).toBeLessThan(1_500);
     for (const deliveryId of healthyIds) await waitForDeliveryStatus(healthyClient, deliveryId, 'succeeded');
