@@ -13,7 +13,7 @@ A local webhook receiver for trying Hookline out: it verifies every delivery wit
 (verifyWebhookSignature, on the raw body bytes) and prints one line per request, the
 webhook-id, the event type, the verdict and the body in compact form. It answers 204 to a verified
 delivery and 400 to any other (413 past --max-body, 405 to anything but POST). Every path is
-accepted. Ctrl-C stops it.
+accepted; GET /healthz answers 200 and is not printed (wait for it before sending). Ctrl-C stops it.
 
 Options:
   --port N          port to listen on, 0 for any free one (default 9000)

@@ -67,11 +67,19 @@ export function rejectionReason(input: { id: string | null; timestamp: string | 
   return 'signature does not match (wrong secret, or the body or headers changed)';
 }
 
+/** Answers 200 to GET and HEAD, so a script can wait until the receiver listens. */
+export const HEALTH_PATH = '/healthz';
+
 export async function startVerifyingReceiver(options: VerifyingReceiverOptions): Promise<VerifyingReceiver> {
   const now = options.now ?? Date.now;
   const tolerance = options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
   const server = createServer((request, response) => {
+    // A readiness probe (scripts wait for the receiver with it) is not a delivery: answered, not reported.
+    if ((request.method === 'GET' || request.method === 'HEAD') && request.url === HEALTH_PATH) {
+      response.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+      return;
+    }
     const chunks: Buffer[] = [];
     let bytes = 0;
     request.on('data', (chunk: Buffer) => {

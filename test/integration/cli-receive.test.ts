@@ -49,6 +49,9 @@ describe('hookline receive', () => {
       body: '{}',
     });
     expect(stale.status).toBe(400);
+    // The readiness probe is answered and not counted (the 5 requests below); any other GET is a refused request, printed.
+    const probe = await fetch(`${url}healthz`);
+    expect([probe.status, await probe.text()]).toEqual([200, 'ok\n']);
     expect((await fetch(url)).status).toBe(405);
     await waitFor(() => io.out().includes('405'), { message: 'the GET to be printed' });
     expect(io.out()).toContain('  400  msg_forged  service.trigger.event  REJECTED (signature does not match (wrong secret, or the body or headers changed))  {"type":"service.trigger.event"}');
