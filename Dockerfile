@@ -36,10 +36,7 @@ WORKDIR /app
 COPY --from=build /src/package.json ./package.json
 COPY --from=build /src/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
-# MALLOC_MMAP_THRESHOLD_: glibc maps blocks of 64 KB and more apart and unmaps them when freed, so what a
-# burst churned through is given back (README, "Memory"); npm start and the systemd unit set it too.
 ENV NODE_ENV=production \
-    MALLOC_MMAP_THRESHOLD_=65536 \
     HOOKLINE_HOST=0.0.0.0 \
     HOOKLINE_PORT=8080 \
     HOOKLINE_DATA_DIR=/data

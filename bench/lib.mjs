@@ -188,13 +188,9 @@ export function eventPadding(eventBytes) {
   return 'x'.repeat(Math.max(0, eventBytes - sample.length - 6));
 }
 
-/**
- * The settings every bench serve process gets: data dir, port, API key, host 127.0.0.1, private
- * networks allowed, and MALLOC_MMAP_THRESHOLD_ as `npm start`, the image and the systemd unit set it.
- */
+/** The HOOKLINE_* settings every bench serve process gets: data dir, port, API key, host 127.0.0.1, private networks allowed. */
 export function serveEnv({ dataDir, port, apiKey }) {
   return {
-    MALLOC_MMAP_THRESHOLD_: '65536',
     HOOKLINE_DATA_DIR: dataDir,
     HOOKLINE_PORT: String(port),
     HOOKLINE_HOST: '127.0.0.1',

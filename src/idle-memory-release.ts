@@ -14,8 +14,7 @@ import { systemClock } from './actors/clock.js';
  * started, on Node 20 or 24. Here one compacting full GC runs when the event loop has been idle for
  * a while and the heap has grown since the last one: measured, it took the heap and its buffers
  * from 217 to 111 MB in 417 ms (a loaded machine), what a restart holding the same deliveries has.
- * glibc keeps what it freed in its own heap; the launchers' `MALLOC_MMAP_THRESHOLD_` deals with that
- * (README, "Memory").
+ * glibc keeps the native buffers the burst freed in its own heap; nothing here reaches that.
  *
  * That GC stops the world, so it runs only when the loop is idle (never while ingest or attempts
  * keep it busy), and only after growth, so a node at a steady low rate does not run it again and
