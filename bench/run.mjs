@@ -24,7 +24,9 @@
 //      p50/p99, for hookline (open-loop load generator) and the bullmq peer (RATE=1000); then hookline
 //      again at BENCH_RATE_HIGH (5,000/s, 0 = skip) on a fresh node.
 //   3. Retrying: hookline with HOOKLINE_RETRY_SCHEDULE=0,1h and a receiver answering 500; BENCH_RETRYING
-//      events; once `hookline_scheduled_retries` reaches that, VmRSS of the serve process. Then SIGTERM,
+//      events; once `hookline_scheduled_retries` reaches that, VmRSS of the serve process 1 s later (what
+//      the burst left) and BENCH_RETRYING_SETTLE s later (the figure: the node at rest, once it has given
+//      back what the burst grew, src/idle-memory-release.ts). Then SIGTERM,
 //      start again on the same LMDB dir, and time spawn -> GET /metrics shows every delivery live.
 //
 // Env (defaults in brackets):
@@ -35,6 +37,7 @@
 //   BENCH_WARMUP [2000]         events sent at BENCH_RATE before the hookline latency run, not measured
 //                               (the peers' scripts have no warm-up; the throughput runs have none)
 //   BENCH_RETRYING [100000]     deliveries parked in `retrying` for the RSS and restart figures
+//   BENCH_RETRYING_SETTLE [5]   seconds from the last one scheduled to the memory figure
 //   BENCH_CEILING_SECONDS [10]  duration of each http-ceiling run
 //   BENCH_BATCH [100]           events per request of the batch-ingest rounds
 //   BENCH_BATCH_CONCURRENCY [8] batch requests in flight
@@ -73,6 +76,7 @@ const RATE = num('BENCH_RATE', 1000);
 const RATE_SECONDS = num('BENCH_RATE_SECONDS', 10);
 const RATE_HIGH = num('BENCH_RATE_HIGH', 5000);
 const RETRYING = num('BENCH_RETRYING', 100_000);
+const RETRYING_SETTLE_S = num('BENCH_RETRYING_SETTLE', 5);
 const WARMUP = num('BENCH_WARMUP', 2000);
 const CEILING_SECONDS = num('BENCH_CEILING_SECONDS', 10);
 const SKIP = new Set((env.BENCH_SKIP ?? '').split(',').map((s) => s.trim()).filter(Boolean));
@@ -409,7 +413,9 @@ async function hooklineRetrying() {
       return metricValue(m, 'hookline_scheduled_retries') >= RETRYING;
     }, { timeoutMs: Math.max(120_000, RETRYING * 3), intervalMs: 250, child: node });
     result.toRetryingS = (performance.now() - t0) / 1000;
-    await sleep(1000); // let the last commits and GC settle
+    await sleep(1000); // let the last commits settle
+    result.afterBurst = procMemory(node.pid);
+    await sleep(Math.max(0, RETRYING_SETTLE_S - 1) * 1000);
     m = await metrics();
     const p = procStats(node.pid);
     result.rssMb = p.rssMb;
@@ -717,7 +723,7 @@ async function main() {
   const d = rounds.map((r) => r.bullmqDurable).filter(Boolean);
   if (d.length) lines.push(`- bullmq durable rounds (Redis :${DURABLE_REDIS.port}, appendonly yes, appendfsync always): ${d.map((x) => fmt(x.perS)).join(' / ')} deliveries/s; received ${d.map((x) => x.received).join('/')}; bad signatures ${d.map((x) => x.badSignatures).join('/')}${d.some((x) => x.timedOut) ? '; SOME ROUNDS TIMED OUT' : ''}`);
   if (bullmqLatency) lines.push(`- bullmq latency run: ${bullmqLatency.received} delivered, p50 ${fmt(bullmqLatency.p50, 1)} ms, p99 ${fmt(bullmqLatency.p99, 1)} ms (peer defaults: BULK=500, CONCURRENCY=100)`);
-  if (retrying) lines.push(`- retrying run: ingest ${fmt(retrying.ingestPerS)}/s (${retrying.ingestErrors} errors), all ${fmt(retrying.scheduled)} scheduled after ${fmt(retrying.toRetryingS, 1)} s, live ${fmt(retrying.live)}, first attempts seen by the 500 receiver ${fmt(retrying.attemptsSeen)}, VmRSS ${fmt(retrying.rssMb, 1)} MB (anonymous ${fmt(retrying.anonMb, 1)} MB, file-backed ${fmt(retrying.fileMb, 1)} MB of which the LMDB map ${fmt(retrying.lmdbMappedMb, 1)} MB, LMDB files ${fmt(retrying.dataMb, 1)} MB on disk; VmHWM ${fmt(retrying.hwmMb, 1)} MB); SIGTERM -> exit ${fmt(retrying.stopS, 2)} s (code ${retrying.stopExit}); restart: ${fmt(retrying.liveAfter)} live on /metrics ${fmt(retrying.restartS, 2)} s after spawn${retrying.resumedLogS !== undefined ? `, 'resumed live deliveries' logged at ${fmt(retrying.resumedLogS, 2)} s (resumed=${retrying.resumedLogged})` : ''}; VmRSS after restart ${fmt(retrying.rssAfterMb, 1)} MB (anonymous ${fmt(retrying.after?.anonMb, 1)}, file-backed ${fmt(retrying.after?.fileMb, 1)}, LMDB map ${fmt(retrying.after?.lmdbMappedMb, 1)}); idle node before ingest: VmRSS ${fmt(retrying.idle?.rssMb, 1)} MB (anonymous ${fmt(retrying.idle?.anonMb, 1)}, file-backed ${fmt(retrying.idle?.fileMb, 1)})`);
+  if (retrying) lines.push(`- retrying run: ingest ${fmt(retrying.ingestPerS)}/s (${retrying.ingestErrors} errors), all ${fmt(retrying.scheduled)} scheduled after ${fmt(retrying.toRetryingS, 1)} s, live ${fmt(retrying.live)}, first attempts seen by the 500 receiver ${fmt(retrying.attemptsSeen)}, 1 s after the last was scheduled VmRSS ${fmt(retrying.afterBurst?.rssMb, 1)} MB (anonymous ${fmt(retrying.afterBurst?.anonMb, 1)} MB), ${fmt(RETRYING_SETTLE_S)} s after VmRSS ${fmt(retrying.rssMb, 1)} MB (anonymous ${fmt(retrying.anonMb, 1)} MB, file-backed ${fmt(retrying.fileMb, 1)} MB of which the LMDB map ${fmt(retrying.lmdbMappedMb, 1)} MB, LMDB files ${fmt(retrying.dataMb, 1)} MB on disk; VmHWM ${fmt(retrying.hwmMb, 1)} MB); SIGTERM -> exit ${fmt(retrying.stopS, 2)} s (code ${retrying.stopExit}); restart: ${fmt(retrying.liveAfter)} live on /metrics ${fmt(retrying.restartS, 2)} s after spawn${retrying.resumedLogS !== undefined ? `, 'resumed live deliveries' logged at ${fmt(retrying.resumedLogS, 2)} s (resumed=${retrying.resumedLogged})` : ''}; VmRSS after restart ${fmt(retrying.rssAfterMb, 1)} MB (anonymous ${fmt(retrying.after?.anonMb, 1)}, file-backed ${fmt(retrying.after?.fileMb, 1)}, LMDB map ${fmt(retrying.after?.lmdbMappedMb, 1)}); idle node before ingest: VmRSS ${fmt(retrying.idle?.rssMb, 1)} MB (anonymous ${fmt(retrying.idle?.anonMb, 1)}, file-backed ${fmt(retrying.idle?.fileMb, 1)})`);
   const busy = (x) => (x ? `${fmt(x.machineBusyPct)}% (other ${fmt(x.otherCores, 2)})` : 'n/a');
   lines.push(`- machine load per phase, as all-core CPU busy % (and cores used by processes outside this bench and redis): throughput rounds hookline ${rounds.map((r) => busy(r.hookline)).join(' / ')}, batch ${rounds.map((r) => busy(r.batch)).join(' / ')}, bullmq ${rounds.map((r) => busy(r.bullmq)).join(' / ')}, bullmq durable ${rounds.map((r) => busy(r.bullmqDurable)).join(' / ')}, ceiling ${rounds.map((r) => busy(r.ceiling)).join(' / ')}; latency hookline ${busy(latency)}, bullmq ${busy(bullmqLatency)}, hookline ${fmt(RATE_HIGH)}/s ${busy(latencyHigh)}; retrying ${busy(retrying)}`);
   for (const note of notes) lines.push(`- ${note}`);
@@ -725,7 +731,7 @@ async function main() {
   const judged = targets.filter(([, , , ok]) => ok !== null).length;
   const num2 = (x, d = 1) => (Number.isFinite(x) ? Number(x.toFixed(d)) : 'na');
   lines.push('');
-  lines.push(`engine_bench n=${N} rounds=${ROUNDS} warmup=${WARMUP} ours_per_s=${num2(ours, 0)} bullmq_per_s=${num2(bull, 0)} ceiling_per_s=${num2(ceil, 0)} bullmq_durable_per_s=${num2(bullD, 0)} ratio_bullmq=${num2(ratioBullmq, 2)} ratio_bullmq_durable=${num2(ratioBullmqD, 2)} ratio_ceiling=${num2(ratioCeiling, 2)} cpu_ms_per_delivery=${num2(cpuPerDelivery, 3)} ceiling_sender_cpu_ms_per_request=${num2(senderCpu, 3)} ratio_cpu=${num2(cpuRatio, 2)} batch=${BATCH} batch_per_s=${num2(oursBatch, 0)} ratio_batch_bullmq=${num2(batchRatioBullmq, 2)} ratio_batch_bullmq_durable=${num2(batchRatioBullmqD, 2)} ratio_batch_ceiling=${num2(batchRatioCeiling, 2)} p50_ms=${num2(latency?.p50, 2)} p99_ms=${num2(latency?.p99, 2)} rate_high=${RATE_HIGH} p99_high_ms=${num2(latencyHigh?.p99, 2)} bullmq_p50_ms=${num2(bullmqLatency?.p50)} bullmq_p99_ms=${num2(bullmqLatency?.p99)} retrying=${RETRYING} rss_mb=${num2(retrying?.rssMb)} anon_mb=${num2(retrying?.anonMb)} lmdb_mapped_mb=${num2(retrying?.lmdbMappedMb)} restart_s=${num2(retrying?.restartS, 2)} targets_met=${met}/${judged}`);
+  lines.push(`engine_bench n=${N} rounds=${ROUNDS} warmup=${WARMUP} ours_per_s=${num2(ours, 0)} bullmq_per_s=${num2(bull, 0)} ceiling_per_s=${num2(ceil, 0)} bullmq_durable_per_s=${num2(bullD, 0)} ratio_bullmq=${num2(ratioBullmq, 2)} ratio_bullmq_durable=${num2(ratioBullmqD, 2)} ratio_ceiling=${num2(ratioCeiling, 2)} cpu_ms_per_delivery=${num2(cpuPerDelivery, 3)} ceiling_sender_cpu_ms_per_request=${num2(senderCpu, 3)} ratio_cpu=${num2(cpuRatio, 2)} batch=${BATCH} batch_per_s=${num2(oursBatch, 0)} ratio_batch_bullmq=${num2(batchRatioBullmq, 2)} ratio_batch_bullmq_durable=${num2(batchRatioBullmqD, 2)} ratio_batch_ceiling=${num2(batchRatioCeiling, 2)} p50_ms=${num2(latency?.p50, 2)} p99_ms=${num2(latency?.p99, 2)} rate_high=${RATE_HIGH} p99_high_ms=${num2(latencyHigh?.p99, 2)} bullmq_p50_ms=${num2(bullmqLatency?.p50)} bullmq_p99_ms=${num2(bullmqLatency?.p99)} retrying=${RETRYING} rss_mb=${num2(retrying?.rssMb)} anon_mb=${num2(retrying?.anonMb)} anon_1s_mb=${num2(retrying?.afterBurst?.anonMb)} lmdb_mapped_mb=${num2(retrying?.lmdbMappedMb)} restart_s=${num2(retrying?.restartS, 2)} targets_met=${met}/${judged}`);
   process.stdout.write(`${lines.join('\n')}\n`);
   return met === judged ? 0 : 2;
 }

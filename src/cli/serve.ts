@@ -2,6 +2,7 @@ import { startHookline } from '../app.js';
 import type { Hookline } from '../app.js';
 import { settingsFromEnvironment, unknownSettingWarnings } from '../config/settings.js';
 import { isHooklineError } from '../errors.js';
+import { IdleMemoryRelease } from '../idle-memory-release.js';
 import type { CliCommand } from './command.js';
 import { wantsHelp } from './command.js';
 
@@ -38,10 +39,18 @@ SIGTERM or SIGINT drains in-flight attempts, flushes LMDB and exits 0.`,
     }
     for (const warning of unknownSettingWarnings(process.env)) process.stderr.write(`hookline serve: warning: ${warning}\n`);
     const settings = settingsFromEnvironment(args.includes('--cluster') ? { ...process.env, HOOKLINE_CLUSTER: '1' } : process.env);
+    let releaseLog: Hookline['http']['log'] | undefined;
+    // Started before the node, so that what a restart's resume grew is given back too.
+    const memoryRelease = new IdleMemoryRelease({
+      onRelease: ({ beforeBytes, afterBytes, durationMs }) => {
+        releaseLog?.info({ heapBeforeMb: toMb(beforeBytes), heapAfterMb: toMb(afterBytes), gcMs: Math.round(durationMs) }, 'idle: gave memory back (compacting GC)');
+      },
+    }).start();
     let node: Hookline;
     try {
       node = await startHookline(settings);
     } catch (error) {
+      memoryRelease.stop();
       process.stderr.write(`hookline serve: ${startFailure(error)}\n`);
       // A failed start has nothing to drain. A handle a client library left open must not keep the
       // process up (nats.js keeps the socket of a handshake that timed out), so exit regardless.
@@ -49,6 +58,7 @@ SIGTERM or SIGINT drains in-flight attempts, flushes LMDB and exits 0.`,
       return 1;
     }
     const log = node.http.log;
+    releaseLog = log;
     log.info({ url: node.url, dataDir: settings.dataDir }, 'hookline is serving');
     if (node.generatedApiKey) {
       // Printed once, on purpose outside the structured log so it is never shipped to a log store.
@@ -71,10 +81,13 @@ SIGTERM or SIGINT drains in-flight attempts, flushes LMDB and exits 0.`,
       process.on('SIGTERM', () => stop('SIGTERM'));
       process.on('SIGINT', () => stop('SIGINT'));
     });
+    memoryRelease.stop();
     log.info('stopped');
     return Number(process.exitCode ?? 0);
   },
 };
+
+const toMb = (bytes: number): number => Math.round(bytes / 104857.6) / 10;
 
 /** One line: a coded failure says what to do itself; anything else is unexpected, with its cause. */
 function startFailure(error: unknown): string {
