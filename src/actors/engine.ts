@@ -44,8 +44,6 @@ export interface EngineOptions {
 const DEFAULT_PROJECT_ID = 'default';
 const PRUNE_INTERVAL_MS = 10 * 60_000;
 const PRUNE_BATCH = 10_000;
-/** Bearer keys whose hash is remembered: a SHA-256 per request was 1% of a delivery's CPU. */
-const KEY_HASH_CACHE_SIZE = 256;
 
 const silentLogger: Logger = { info() {}, warn() {}, error() {} };
 
@@ -68,8 +66,6 @@ export class Engine implements BatchEventSink {
   readonly metrics: EngineMetrics;
   readonly scheduler: DeliveryScheduler;
   private readonly actors = new Map<string, ProjectActor>();
-  /** SHA-256 of recently presented bearer keys (`authenticate`). */
-  private readonly keyHashes = new Map<string, string>();
   private readonly clock: Clock;
   private readonly sender: DeliverySender & { close?(): Promise<void> };
   private readonly logger: Logger;
@@ -213,14 +209,7 @@ export class Engine implements BatchEventSink {
 
   /** The project a bearer key belongs to, or null. Keys are stored only as SHA-256 hashes. */
   authenticate(apiKey: string): string | null {
-    let keyHash = this.keyHashes.get(apiKey);
-    if (keyHash === undefined) {
-      // Bounded: keys that fail to authenticate must not grow it.
-      if (this.keyHashes.size >= KEY_HASH_CACHE_SIZE) this.keyHashes.clear();
-      keyHash = hashApiKey(apiKey);
-      this.keyHashes.set(apiKey, keyHash);
-    }
-    return this.store.projectIdForKeyHash(keyHash) ?? null;
+    return this.store.projectIdForKeyHash(hashApiKey(apiKey)) ?? null;
   }
 
   /** True when `candidate` is the admin key; compared in constant time. */

@@ -71,8 +71,6 @@ const DEFAULT_MAX_CONNECTIONS_PER_ORIGIN = 50;
 const DEFAULT_MAX_RESPONSE_BYTES = 1024;
 const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 4_000;
 const BLOCKED_ADDRESS_CODE = 'HOOKLINE_BLOCKED_ADDRESS';
-/** Callback URLs whose parse is remembered (`#targetOf`); past it the cache starts again. */
-const TARGET_CACHE_SIZE = 1024;
 
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
@@ -101,7 +99,6 @@ export class HttpSender {
   readonly #options: Required<Omit<HttpSenderOptions, 'isBlockedAddress'>>;
   readonly #isBlockedAddress: ((address: string) => boolean) | undefined;
   readonly #pools = new Map<string, Pool>();
-  readonly #targets = new Map<string, SendTarget>();
   /** Every exchange's timeout, on one timer (they all last `timeoutMs`). */
   readonly #deadlines: FixedDelayTimers;
   #closed = false;
@@ -125,13 +122,22 @@ export class HttpSender {
     const elapsed = (): number => Math.round(performance.now() - startedAt);
     const { timeoutMs } = this.#options;
 
-    const target = this.#targetOf(request.url);
-    // A URL that cannot be sent to is reported before a closed sender, an address refused after.
-    if (target.refusal && target.refusal[0] !== 'blocked_address') return failure(elapsed(), ...target.refusal);
+    let target: URL;
+    try {
+      target = new URL(request.url);
+    } catch {
+      return failure(elapsed(), 'network', `invalid URL ${JSON.stringify(request.url)}`);
+    }
+    if (target.protocol !== 'http:' && target.protocol !== 'https:') {
+      return failure(elapsed(), 'network', `unsupported URL scheme ${target.protocol}`);
+    }
     if (this.#closed) {
       return failure(elapsed(), 'aborted', 'sender closed');
     }
-    if (target.refusal) return failure(elapsed(), ...target.refusal);
+    const literalHost = target.hostname.replace(/^\[|\]$/g, '');
+    if (this.#isBlockedAddress && isIP(literalHost) !== 0 && this.#isBlockedAddress(literalHost)) {
+      return failure(elapsed(), 'blocked_address', `${literalHost} is an address callbacks may not reach (HOOKLINE_ALLOW_PRIVATE_NETWORKS=0)`);
+    }
     if (request.signal?.aborted) {
       return failure(elapsed(), 'aborted', 'aborted');
     }
@@ -151,7 +157,7 @@ export class HttpSender {
     try {
       const response = await this.#poolFor(target.origin).request({
         method: 'POST',
-        path: target.path,
+        path: `${target.pathname}${target.search}`,
         headers: buildHeaders(request.headers),
         body: request.body,
         signal: controller,
@@ -198,20 +204,6 @@ export class HttpSender {
     await Promise.all(pools.map((pool) => pool.close()));
   }
 
-  /**
-   * The callback URL checked and split once: every attempt to one URL sends it again, and parsing it
-   * each time cost more than the rest of the check.
-   */
-  #targetOf(url: string): SendTarget {
-    let target = this.#targets.get(url);
-    if (target === undefined) {
-      if (this.#targets.size >= TARGET_CACHE_SIZE) this.#targets.clear();
-      target = parseTarget(url, this.#isBlockedAddress);
-      this.#targets.set(url, target);
-    }
-    return target;
-  }
-
   #poolFor(origin: string): Pool {
     let pool = this.#pools.get(origin);
     if (pool === undefined) {
@@ -246,26 +238,6 @@ class AttemptAbort extends EventEmitter {
   }
 }
 
-/** Where a callback URL sends to, or why nothing is sent to it. */
-type SendTarget = { readonly origin: string; readonly path: string; readonly refusal: null } | { readonly refusal: readonly [AttemptErrorCode, string] };
-
-function parseTarget(url: string, isBlockedAddress: ((address: string) => boolean) | undefined): SendTarget {
-  let target: URL;
-  try {
-    target = new URL(url);
-  } catch {
-    return { refusal: ['network', `invalid URL ${JSON.stringify(url)}`] };
-  }
-  if (target.protocol !== 'http:' && target.protocol !== 'https:') {
-    return { refusal: ['network', `unsupported URL scheme ${target.protocol}`] };
-  }
-  const literalHost = target.hostname.replace(/^\[|\]$/g, '');
-  if (isBlockedAddress && isIP(literalHost) !== 0 && isBlockedAddress(literalHost)) {
-    return { refusal: ['blocked_address', `${literalHost} is an address callbacks may not reach (HOOKLINE_ALLOW_PRIVATE_NETWORKS=0)`] };
-  }
-  return { origin: target.origin, path: `${target.pathname}${target.search}`, refusal: null };
-}
-
 function failure(durationMs: number, errorCode: AttemptErrorCode, error: string): AttemptOutcome {
   return { ok: false, statusCode: null, durationMs, error, errorCode, responseBody: '', retryAfterMs: null };
 }
@@ -278,45 +250,26 @@ function buildHeaders(given: Readonly<Record<string, string>>): Record<string, s
   return headers;
 }
 
-const utf8 = new TextDecoder();
-
-/** The response body as undici gives it: a Readable stream. */
-interface ResponseBody {
-  on(event: 'data', listener: (chunk: Uint8Array) => void): unknown;
-  once(event: 'end', listener: () => void): unknown;
-  once(event: 'error', listener: (error: Error) => void): unknown;
-  destroy(): unknown;
-}
-
 /**
  * Reads at most `limit` bytes, then destroys the stream: the rest is never buffered, and the
- * socket is closed rather than drained (draining an unbounded body would defeat the cap). Read
- * with listeners, not `for await`: an async iterator and its promises per attempt cost CPU.
+ * socket is closed rather than drained (draining an unbounded body would defeat the cap).
  */
-function readPrefix(body: ResponseBody, limit: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Uint8Array[] = [];
-    let length = 0;
-    let done = false;
-    const finish = (): void => {
-      if (done) return;
-      done = true;
-      body.destroy();
-      resolve(length === 0 ? '' : utf8.decode(Buffer.concat(chunks, length)));
-    };
-    // Left attached after `finish`: an error once the prefix is read is moot, and without a
-    // listener it would be thrown.
-    body.once('error', reject);
-    if (limit <= 0) return finish();
-    body.on('data', (chunk) => {
-      if (done) return;
+async function readPrefix(body: AsyncIterable<Uint8Array> & { destroy(): unknown }, limit: number): Promise<string> {
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  if (limit > 0) {
+    for await (const chunk of body) {
       const room = limit - length;
       chunks.push(chunk.byteLength > room ? chunk.subarray(0, room) : chunk);
       length += Math.min(chunk.byteLength, room);
-      if (length >= limit) finish();
-    });
-    body.once('end', finish);
-  });
+      if (length >= limit) {
+        break;
+      }
+    }
+  }
+  // Breaking out of for-await already destroys the stream; this covers limit 0.
+  body.destroy();
+  return new TextDecoder().decode(Buffer.concat(chunks, length));
 }
 
 /** `Retry-After` as delay-seconds or an HTTP-date (RFC 9110 §10.2.3); a past date means now. */
