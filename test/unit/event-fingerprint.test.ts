@@ -26,7 +26,7 @@ const input = fc.record(
 describe('eventFingerprint', () => {
   it('is the SHA-256 of the canonical JSON: sorted keys at every depth, absent metadata as {}, absent timestamp as null', () => {
     const fingerprint = eventFingerprint({ type: 'service.trigger.disabled', data: { b: [{ z: 1, a: 'é' }], a: null } } as EventInput);
-    const canonical = '{"data":{"a":null,"b":[{"a":"é","z":1}]},"metadata":{},"timestamp":null,"type":"order.created"}';
+    const canonical = '{"data":{"a":null,"b":[{"a":"é","z":1}]},"metadata":{},"timestamp":null,"type":"service.trigger.disabled"}';
     expect(fingerprint).toBe(createHash('sha256').update(canonical).digest('base64url'));
   });
 
