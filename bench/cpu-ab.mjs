@@ -30,8 +30,8 @@ const CONCURRENCY = num('BENCH_AB_CONCURRENCY', 64);
 const WARMUP = num('BENCH_AB_WARMUP', 5000);
 const API_KEY = 'hk_bench_' + Math.random().toString(36).slice(2);
 const variants = (process.env.BENCH_AB ?? '').split(',').filter(Boolean).map((spec) => {
-  const [label, rest] = spec.split('=');
-  const [dir, nodeOptions = ''] = rest.split('|');
+  const label = spec.slice(0, spec.indexOf('='));
+  const [dir, nodeOptions = ''] = spec.slice(spec.indexOf('=') + 1).split('|');
   return { label, dir: path.resolve(dir), nodeArgs: nodeOptions.split(' ').filter(Boolean) };
 });
 if (variants.length < 2) {
