@@ -15,13 +15,14 @@
 //   BENCH_AB_CONCURRENCY [64] POSTs in flight
 //   BENCH_AB_WARMUP [5000]    events per variant first, not measured (JIT, LMDB's first pages)
 // Prints one line per burst pair and, last, one JSON object: per variant the median and mean CPU ms
-// per delivery over its bursts, and each variant's median ratio to the first over the burst pairs.
+// per delivery over its bursts, each variant's median ratio to the first over the burst pairs, and its
+// serve process's peak RSS (VmHWM).
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
-import { cpuSeconds, eventPadding, freePort, killTree, launch, nowMs, num, quantile, request, serveEnv, sleep, stopChild, waitFor } from './lib.mjs';
+import { cpuSeconds, eventPadding, freePort, killTree, launch, nowMs, num, procMemory, quantile, request, serveEnv, sleep, stopChild, waitFor } from './lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const BURSTS = num('BENCH_AB_BURSTS', 20);
@@ -113,6 +114,7 @@ try {
     mean_ms: Number(mean(v.perBurst).toFixed(4)),
     ratio_to_first_median: Number(median(v.perBurst.map((ms, i) => ms / first.perBurst[i])).toFixed(4)),
     pairs_below_first: v.perBurst.filter((ms, i) => ms < first.perBurst[i]).length,
+    peak_rss_mb: Math.round(procMemory(v.node.pid).hwmMb),
   }));
   process.stdout.write(`${JSON.stringify({ bench: 'cpu-ab', bursts: BURSTS, burst: BURST, concurrency: CONCURRENCY, load_average: os.loadavg().map((x) => Number(x.toFixed(2))), variants: report })}\n`);
 } finally {
