@@ -19,16 +19,35 @@ export function buildEnvelope(input: EventInput, eventId: string, nowMs: number)
   return Buffer.from(JSON.stringify(envelopeOf(input, eventId, nowMs)));
 }
 
+/** Whether `keys` are in `sort()`'s order already (code units, as `<` compares): no sort, no copy. */
+function isSorted(keys: readonly string[]): boolean {
+  for (let index = 1; index < keys.length; index++) if (keys[index - 1]! > keys[index]!) return false;
+  return true;
+}
+
+/**
+ * JSON with every object's keys sorted and undefined members left out. One string built in one
+ * pass: the map/filter/join of each level copied the payload once per level, and ingest
+ * fingerprints every event.
+ */
 function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.keys(value)
-      .filter((key) => (value as Record<string, unknown>)[key] !== undefined)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
-    return `{${entries.join(',')}}`;
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (Array.isArray(value)) {
+    let out = '[';
+    // `?? ''`: an item JSON has no text for (undefined) is left empty, as `join` leaves it.
+    for (let index = 0; index < value.length; index++) out += (index === 0 ? '' : ',') + (canonicalJson(value[index]) ?? '');
+    return out + ']';
   }
-  return JSON.stringify(value);
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record);
+  if (!isSorted(keys)) keys.sort();
+  let out = '{';
+  for (const key of keys) {
+    const member = record[key];
+    if (member === undefined) continue;
+    out += (out.length === 1 ? '' : ',') + JSON.stringify(key) + ':' + canonicalJson(member);
+  }
+  return out + '}';
 }
 
 /**
@@ -36,7 +55,8 @@ function canonicalJson(value: unknown): string {
  * in canonical order so a producer that re-serialises the same JSON is not told it conflicts.
  */
 export function eventFingerprint(input: EventInput): string {
-  return createHash('sha256').update(canonicalJson({ type: input.type, data: input.data, metadata: input.metadata ?? {}, timestamp: input.timestamp ?? null })).digest('base64url');
+  // Members in sorted order already, so that this level is not sorted again.
+  return createHash('sha256').update(canonicalJson({ data: input.data, metadata: input.metadata ?? {}, timestamp: input.timestamp ?? null, type: input.type })).digest('base64url');
 }
 
 /** What a repeat is compared with: the first ingest of the id, as stored (or still being stored). */
