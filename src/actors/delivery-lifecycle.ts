@@ -251,8 +251,9 @@ export class DeliveryLifecycle {
     // know that an attempt may have reached the receiver, to log it as interrupted (a kill -9 between
     // the send and the append lost that record). A start that could not be recorded is not sent
     // (NATS is unreachable, and the lease may be gone with it): the attempt counts as interrupted
-    // and is made again, by this node or the next owner. On a single node the start is written with
-    // the outcome instead, since a restart attempts a `delivering` delivery again anyway.
+    // and is made again, by this node or the next owner. Either way the start is committed to LMDB
+    // with the outcome (delivery-writer.ts): a restart attempts a `delivering` delivery again anyway,
+    // and a cluster node's restart restores the partition, the start with it, from the changelog.
     if (this.deps.store.replicator) {
       const held = () => this.live.get(delivery.id) === delivery;
       started.then(

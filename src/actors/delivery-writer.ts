@@ -17,13 +17,13 @@ const WRITE_RETRY_MAX_MS = 2_000;
  * `delivering` until a restart sent the event again. A commit lmdb-js never settles counts as
  * failed after a while (the store bounds it); steps written again land on the same log keys.
  *
- * One commit per attempt: on a single node the step that starts an attempt is written with the
- * attempt's outcome, not on its own, since a restart attempts a `delivering` delivery again anyway.
- * A cluster node writes it at once: the next owner of the partition must see that an attempt may
- * have reached the receiver (it logs it as interrupted, and the duplicate is accounted for).
- * Holding it there too and appending it to the changelog ahead of its commit measured slower in
- * bench:cluster (1 node, NATS: 502-971 against 1,029-2,240 events/s), for a reason not found yet.
- * A cluster node replicates the steps as they are, never reading the record back.
+ * One commit per attempt: the step that starts an attempt is committed with the attempt's outcome,
+ * not on its own, since a restart attempts a `delivering` delivery again anyway. A cluster node
+ * appends it to the changelog on its own first, once the steps before it are in (the next owner of
+ * the partition, or this node restoring the partition after a restart, must see that an attempt
+ * may have reached the receiver: it logs it as interrupted). Its waiter hears of that append, and
+ * the attempt is sent only then. A cluster node replicates the steps as they are, never reading
+ * the record back.
  */
 export class DeliveryWriter {
   /**
@@ -53,13 +53,35 @@ export class DeliveryWriter {
 
   /** How many of the unwritten steps go into the next commit: all but a held attempt start. */
   private writable(delivery: LiveDelivery): number {
-    const held = delivery.status === 'delivering' && this.store.replicator === null ? 1 : 0;
-    return delivery.unwritten.length - held;
+    return delivery.unwritten.length - (delivery.status === 'delivering' ? 1 : 0);
+  }
+
+  /**
+   * Cluster: appends the held attempt start (the one unwritten step left) to the changelog and tells
+   * its waiter, which sends the attempt. A failed append is told too (the attempt is not sent), and
+   * the next append of the delivery is its whole record.
+   */
+  private async appendHeldStart(delivery: LiveDelivery): Promise<boolean> {
+    const step = delivery.unwritten[0];
+    if (!this.store.replicator || delivery.status !== 'delivering' || delivery.unwritten.length !== 1 || !step || step.appended) return false;
+    step.appended = true;
+    // After a failed append, the whole record as LMDB holds it (without the start) goes with it.
+    const record = this.unreplicated.has(delivery.id) ? this.store.getDelivery(this.projectId, delivery.id) : undefined;
+    try {
+      await Promise.all([record ? this.store.replicateDelivery(this.projectId, record) : null, this.store.replicateSteps(this.projectId, delivery.id, [step.change])]);
+      this.unreplicated.delete(delivery.id);
+      step.waiter?.resolve();
+    } catch (error) {
+      this.unreplicated.add(delivery.id);
+      step.waiter?.reject(error);
+    }
+    step.waiter = null;
+    return true;
   }
 
   /** Appends committed steps to the changelog: as they are, or the whole record after a failed append. */
   private async replicate(delivery: LiveDelivery, changes: readonly DeliveryChange[]): Promise<void> {
-    if (!this.store.replicator) return;
+    if (!this.store.replicator || changes.length === 0) return;
     if (!this.unreplicated.has(delivery.id)) {
       try {
         await this.store.replicateSteps(this.projectId, delivery.id, changes);
@@ -78,7 +100,12 @@ export class DeliveryWriter {
     /** Whether the steps at the front failed to commit before (their commit may have landed all the same). */
     let again = false;
     try {
-      while (this.writable(delivery) > 0 && !this.abandoned) {
+      while (!this.abandoned) {
+        if (this.writable(delivery) === 0) {
+          // Steps made while the start was appended (its attempt not sent: interrupted) are written next.
+          if (await this.appendHeldStart(delivery)) continue;
+          break;
+        }
         // Left in the list until committed: a read shows them meanwhile (it would otherwise see a
         // step while it waits, not while its commit runs, and again once it is stored).
         const steps = delivery.unwritten.slice(0, this.writable(delivery));
@@ -100,7 +127,8 @@ export class DeliveryWriter {
         if (delivery.unwritten.length === 0) delivery.unwritten = NO_STEPS;
         delivery.storedStatus = changes.at(-1)!.status;
         try {
-          await this.replicate(delivery, changes);
+          // A start appended on its own is not appended again (a restore takes the steps in order).
+          await this.replicate(delivery, steps[0]!.appended ? changes.slice(1) : changes);
         } catch (error) {
           // Committed here, so not written again; the waiters learn that replication failed.
           for (const step of steps) step.waiter?.reject(error);

@@ -32,6 +32,8 @@ export interface UnwrittenStep {
   change: DeliveryChange;
   /** Whoever waits for this step's commit; told of the first failure, then no longer waiting. */
   waiter: { resolve(): void; reject(error: unknown): void } | null;
+  /** Cluster: an attempt start already in the changelog, ahead of its commit with the outcome. */
+  appended?: true;
 }
 
 /**

@@ -8,6 +8,7 @@ import { desiredPartitions } from '../../src/cluster/rendezvous.js';
 import { partitionOf } from '../../src/sdk/partition.js';
 import { startChildNode, type ChildNode } from './child-node.js';
 import { SHARED_NATS_URL, connectNats, deleteStreams, type NatsNames } from './nats.js';
+import { ALL_TYPES } from './hookline.js';
 import { makeTempDir } from './temp-dir.js';
 import { waitFor } from './wait-for.js';
 
@@ -291,4 +292,17 @@ export async function startTestClusterForTest(options: TestClusterOptions = {}):
   const cluster = await startTestCluster(options);
   onTestFinished(() => cluster.dispose());
   return cluster;
+}
+
+/**
+ * A project created on `node` with its webhook active on `callbackUrl` for every event type, and
+ * one event ingested through `node`: the project and the event's delivery id.
+ */
+export async function projectWithOneEvent(cluster: TestCluster, node: ClusterNodeHandle, name: string, callbackUrl: string): Promise<{ project: { projectId: string; apiKey: string }; deliveryId: string }> {
+  const project = await cluster.createProject(node, name);
+  const configured = await cluster.apiSettled(node, 'PUT', '/v1/webhook', { key: project.apiKey, body: { callbackUrl, status: 'active', eventTypes: ALL_TYPES } });
+  if (configured.status !== 200) throw new Error(`PUT /v1/webhook on ${node.nodeId}: ${configured.status} ${JSON.stringify(configured.body)}`);
+  const ingested = await cluster.apiSettled(node, 'POST', '/v1/events', { key: project.apiKey, body: { type: 'service.trigger.event', data: { n: 1 } } });
+  if (ingested.status !== 202) throw new Error(`POST /v1/events on ${node.nodeId}: ${ingested.status} ${JSON.stringify(ingested.body)}`);
+  return { project, deliveryId: ingested.body.deliveryId as string };
 }

@@ -3,8 +3,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PartitionChangelog } from '../../src/cluster/changelog.js';
 import type { DeliveryRecord } from '../../src/store/records.js';
 import { ensureBuilt } from '../helpers/child-node.js';
-import { startTestCluster, type TestCluster } from '../helpers/cluster.js';
-import { ALL_TYPES } from '../helpers/hookline.js';
+import { projectWithOneEvent, startTestCluster, type TestCluster } from '../helpers/cluster.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -55,12 +54,7 @@ describe('changelog appends failing fast while the lease is held', () => {
         return { status: 503 };
       },
     });
-    const project = await c.createProject(node, 'append-backoff');
-    const configured = await c.apiSettled(node, 'PUT', '/v1/webhook', { key: project.apiKey, body: { callbackUrl: receiver.url, status: 'active', eventTypes: ALL_TYPES } });
-    expect(configured.status).toBe(200);
-    const ingested = await c.apiSettled(node, 'POST', '/v1/events', { key: project.apiKey, body: { type: 'service.trigger.event', data: { n: 1 } } });
-    expect(ingested.status).toBe(202);
-    const deliveryId = ingested.body.deliveryId as string;
+    const { project, deliveryId } = await projectWithOneEvent(c, node, 'append-backoff', receiver.url);
 
     const detail = async () => {
       const answer = await c.apiSettled(node, 'GET', `/v1/logs/webhook-deliveries/${deliveryId}`, { key: project.apiKey });
