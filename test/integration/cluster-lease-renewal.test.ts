@@ -1,0 +1,69 @@
+import { randomBytes } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ClusterCoordinator } from '../../src/cluster/coordinator.js';
+import { PartitionLeases } from '../../src/cluster/leases.js';
+import { ensureKv } from '../../src/transport/nats-streams.js';
+import { SHARED_NATS_URL, connectNats, deleteStreams } from '../helpers/nats.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+/**
+ * A node's partition leases stay renewed while its heartbeat is slow. Under load (bench:cluster at
+ * load 6-13) a heartbeat answered 1.3 s late, renewals waited for it, leases lapsed locally and a
+ * single node fenced all its partitions though NATS would have renewed every one.
+ */
+
+const LEASE_MS = 2_000; // tick 500 ms; a lease counts valid 1,600 ms after its renewal was sent
+const PARTITIONS = 4;
+const HEARTBEAT_STALL_MS = 3_000;
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+describe('partition leases', () => {
+  it('are renewed on time while a heartbeat stalls: no partition is fenced', async () => {
+    const connection = await connectNats(SHARED_NATS_URL);
+    const bucket = `HL_TEST_leases_${randomBytes(5).toString('hex')}`;
+    cleanups.push(async () => {
+      await deleteStreams(connection, [`KV_${bucket}`]);
+      await connection.close();
+    });
+    const leases = new PartitionLeases(await ensureKv(connection, bucket, 1), 'node-a', LEASE_MS);
+    // The heartbeat's KV put answers late once the node holds its partitions; the renewals are real.
+    let stallHeartbeats = false;
+    let stalled = 0;
+    const heartbeat = leases.heartbeat.bind(leases);
+    leases.heartbeat = async () => {
+      if (stallHeartbeats) {
+        stalled++;
+        await new Promise((resolve) => setTimeout(resolve, HEARTBEAT_STALL_MS));
+      }
+      await heartbeat();
+    };
+    const warnings: string[] = [];
+    const logger = { info: () => {}, warn: (_: object, message?: string) => void warnings.push(message ?? ''), error: () => {} };
+    const released: number[] = [];
+    const coordinator = new ClusterCoordinator({
+      leases,
+      host: { acquire: async () => {}, release: async (partition) => void released.push(partition) },
+      partitions: PARTITIONS,
+      tickMs: LEASE_MS / 4,
+      releaseTimeoutMs: 1_000,
+      logger,
+    });
+    await coordinator.start();
+    cleanups.push(() => coordinator.stop());
+    await waitFor(() => coordinator.ownedPartitions().size === PARTITIONS, { message: 'every partition owned' });
+
+    stallHeartbeats = true;
+    // Two stalls back to back, each longer than a lease stays valid after its last renewal.
+    await new Promise((resolve) => setTimeout(resolve, 2 * HEARTBEAT_STALL_MS));
+
+    expect(stalled).toBeGreaterThanOrEqual(2);
+    expect(warnings).toEqual([]);
+    expect(released).toEqual([]);
+    expect(coordinator.ownedPartitions().size).toBe(PARTITIONS);
+    for (let partition = 0; partition < PARTITIONS; partition++) expect(leases.isValid(partition), `partition ${partition}`).toBe(true);
+  }, 30_000);
+});
