@@ -2,23 +2,17 @@ import { HooklineError } from '../errors.js';
 import { isoTime } from '../iso-time.js';
 import { deliveryTable } from '../machines/index.js';
 import type { DeliveryEventType, DeliveryStatus, DeliveryStep } from '../machines/index.js';
-import { nodeHmacBackend } from '../signing/node-hmac.js';
-import { formatSignatureHeader, secretsToKeys } from '../signing/sign.js';
 import type { AttemptRecord, DeliveryChange, DeliveryHead, TransitionRecord, WebhookRecord } from '../store/records.js';
-import type { HooklineStore } from '../store/store.js';
-import type { AttemptOutcome, SendRequest } from '../transport/http-sender.js';
-import type { Clock } from './clock.js';
-import type { DeliveryScheduler } from './delivery-scheduler.js';
+import type { AttemptOutcome } from '../transport/http-sender.js';
+import type { ProjectActorDeps, WebhookHolder } from './actor-deps.js';
+import { AttemptRequests } from './attempt-request.js';
 import { DeliveryWriter } from './delivery-writer.js';
 import { endpointHealthAfter } from './endpoint-health.js';
-import type { EngineMetrics } from './engine-metrics.js';
 import { FifoQueue } from './fifo-queue.js';
 import { lineHead, sortLineById } from './ordered-line.js';
 import type { LiveDelivery } from './live-delivery.js';
 import { NO_STEPS, identityOf, liveFromHead } from './live-delivery.js';
 import { decideRetry } from './retry-policy.js';
-import { signingSecrets } from './webhook-settings.js';
-import type { Webhook } from './webhook-settings.js';
 import type { OperationalNotify } from './operational-events.js';
 
 /**
@@ -34,52 +28,6 @@ import type { OperationalNotify } from './operational-events.js';
  * their terminal state is committed, so anything not in memory can be read from LMDB as it is.
  */
 
-export interface DeliverySender {
-  send(request: SendRequest): Promise<AttemptOutcome>;
-}
-
-export interface Logger {
-  info(object: object, message?: string): void;
-  warn(object: object, message?: string): void;
-  error(object: object, message?: string): void;
-}
-
-export interface ProjectActorDeps {
-  store: HooklineStore;
-  scheduler: DeliveryScheduler;
-  sender: DeliverySender;
-  clock: Clock;
-  random: () => number;
-  metrics: EngineMetrics;
-  logger: Logger;
-  retrySchedule: readonly number[];
-  retryJitter: boolean;
-  disableAfterMs: number;
-  endpointConcurrency: number;
-  /** Shared by every actor of the engine: deliveries held in memory, and the most allowed. */
-  liveBudget: { count: number; readonly max: number };
-  /**
-   * Cluster mode: whether this node may act for the project right now (its partition's lease is
-   * valid). Checked before every attempt, so a node that lost its lease starts none.
-   * @default always
-   */
-  mayAct?: () => boolean;
-}
-
-/** The project's webhook configuration as the actor holds it. */
-export interface WebhookHolder {
-  webhook(): Webhook | undefined;
-  /** Replaces the configuration (endpoint health: failing since, disabled). */
-  save(webhook: Webhook): Promise<void>;
-  /**
-   * Raises operational events (endpoint disabled or recovered, delivery dead-lettered). Given, the
-   * lifecycle also governs the endpoint's health: it disables an endpoint that keeps failing or
-   * answers 410. Left out for the operational deliveries themselves, which never report on themselves.
-   */
-  notify?: OperationalNotify;
-}
-
-const USER_AGENT = 'Hookline/0.1 (+https://www.standardwebhooks.com)';
 const HTTP_GONE = 410;
 
 /**
@@ -108,7 +56,7 @@ export class DeliveryLifecycle {
   private readonly pendingWrites = new Set<Promise<unknown>>();
   private draining = false;
   private idleWaiters: Array<() => void> = [];
-  private signingKeys: { keys: Uint8Array[]; validUntil: number } | null = null;
+  private readonly requests = new AttemptRequests();
   private readonly writer: DeliveryWriter;
   /** Starts that could not be recorded since the last one that was (the restart's backoff). */
   private unrecordedStarts = 0;
@@ -153,7 +101,7 @@ export class DeliveryLifecycle {
 
   /** The configuration changed: signing keys are derived again, held attempts may start. */
   configurationChanged(): void {
-    this.signingKeys = null;
+    this.requests.forgetKeys();
     const ordering = this.config.webhook()?.ordering ?? 'unordered';
     if (ordering !== this.ordering) {
       this.ordering = ordering;
@@ -286,13 +234,8 @@ export class DeliveryLifecycle {
   }
 
   private send(delivery: LiveDelivery, webhook: WebhookRecord, envelope: Uint8Array, startedAt: number): void {
-    const timestamp = String(Math.floor(startedAt / 1000));
-    const keys = this.currentSigningKeys(webhook, startedAt);
-    const signature = formatSignatureHeader(keys.map((key) => nodeHmacBackend.sign(key, delivery.id, timestamp, envelope)));
-    // The operator's headers may replace user-agent; the webhook-* ones are refused at PUT.
-    const headers = { 'user-agent': USER_AGENT, ...webhook.headers, 'webhook-id': delivery.id, 'webhook-timestamp': timestamp, 'webhook-signature': signature };
     this.deps.sender
-      .send({ url: webhook.callbackUrl, headers, body: envelope })
+      .send(this.requests.build(webhook, delivery.id, envelope, startedAt))
       .then((outcome) => this.finishAttempt(delivery, outcome, startedAt))
       .catch((error: unknown) => this.deps.logger.error({ err: error, projectId: this.projectId, deliveryId: delivery.id }, 'attempt bookkeeping failed'));
   }
@@ -421,14 +364,6 @@ export class DeliveryLifecycle {
           throw new HooklineError('HOOKLINE_ERR_INTERNAL', `no effect bound for machine action ${action}`);
       }
     }
-  }
-
-  private currentSigningKeys(webhook: WebhookRecord, now: number): Uint8Array[] {
-    if (!this.signingKeys || now >= this.signingKeys.validUntil) {
-      const { secrets, validUntil } = signingSecrets(webhook, now);
-      this.signingKeys = { keys: secretsToKeys(secrets), validUntil };
-    }
-    return this.signingKeys.keys;
   }
 
   /** Applies what the attempt's outcome does to the endpoint's health (endpoint-health.ts). */

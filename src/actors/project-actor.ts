@@ -7,7 +7,7 @@ import { newDeliveryId, newEventId } from '../store/ids.js';
 import type { DeliveryChange, DeliveryRecord, DeliverySchedule, EventRecord, IngestAnswer } from '../store/records.js';
 import type { EventType } from '../sdk/types.js';
 import type { EventInput } from '../transport/event-input.js';
-import type { ProjectActorDeps } from './delivery-lifecycle.js';
+import type { ProjectActorDeps } from './actor-deps.js';
 import { DeliveryLifecycle } from './delivery-lifecycle.js';
 import type { FirstIngest } from './envelope.js';
 import { buildEnvelope, eventFingerprint, isRepeatOf } from './envelope.js';
@@ -19,7 +19,7 @@ import { configureWebhook, operationalTarget, rotateSecret, withWebhookDefaults 
 import type { OperationalEventData, OperationalEventType } from './operational-events.js';
 import { operationalEnvelope, operationalStoreId } from './operational-events.js';
 
-export type { DeliverySender, Logger, ProjectActorDeps } from './delivery-lifecycle.js';
+export type { DeliverySender, Logger, ProjectActorDeps } from './actor-deps.js';
 
 /**
  * One project's actor. It owns the project's configuration snapshot and its live deliveries, and is

@@ -1,0 +1,54 @@
+import type { HooklineStore } from '../store/store.js';
+import type { AttemptOutcome, SendRequest } from '../transport/http-sender.js';
+import type { Clock } from './clock.js';
+import type { DeliveryScheduler } from './delivery-scheduler.js';
+import type { EngineMetrics } from './engine-metrics.js';
+import type { OperationalNotify } from './operational-events.js';
+import type { Webhook } from './webhook-settings.js';
+
+/** What a project's actor and its delivery lifecycle are given: their side effects and settings. */
+
+export interface DeliverySender {
+  send(request: SendRequest): Promise<AttemptOutcome>;
+}
+
+export interface Logger {
+  info(object: object, message?: string): void;
+  warn(object: object, message?: string): void;
+  error(object: object, message?: string): void;
+}
+
+export interface ProjectActorDeps {
+  store: HooklineStore;
+  scheduler: DeliveryScheduler;
+  sender: DeliverySender;
+  clock: Clock;
+  random: () => number;
+  metrics: EngineMetrics;
+  logger: Logger;
+  retrySchedule: readonly number[];
+  retryJitter: boolean;
+  disableAfterMs: number;
+  endpointConcurrency: number;
+  /** Shared by every actor of the engine: deliveries held in memory, and the most allowed. */
+  liveBudget: { count: number; readonly max: number };
+  /**
+   * Cluster mode: whether this node may act for the project right now (its partition's lease is
+   * valid). Checked before every attempt, so a node that lost its lease starts none.
+   * @default always
+   */
+  mayAct?: () => boolean;
+}
+
+/** The project's webhook configuration as the actor holds it. */
+export interface WebhookHolder {
+  webhook(): Webhook | undefined;
+  /** Replaces the configuration (endpoint health: failing since, disabled). */
+  save(webhook: Webhook): Promise<void>;
+  /**
+   * Raises operational events (endpoint disabled or recovered, delivery dead-lettered). Given, the
+   * lifecycle also governs the endpoint's health: it disables an endpoint that keeps failing or
+   * answers 410. Left out for the operational deliveries themselves, which never report on themselves.
+   */
+  notify?: OperationalNotify;
+}
