@@ -32,8 +32,8 @@ export interface CoordinatorOptions {
 /**
  * Keeps this node's set of partitions equal to what rendezvous hashing over the live nodes gives it.
  * Three loops, so that a slow one never starves the others:
- * - renewal (every tick, or at once after a round that outlasted one): every held lease renewed at
- *   once; the heartbeat beside it, never waited for. A lease someone else took is fenced at once.
+ * - renewal (every tick): every held lease renewed at once; the heartbeat beside it, never
+ *   waited for. A lease someone else took is fenced at once.
  * - watchdog (several times a tick, no I/O): a held lease whose local validity ran out (renewals
  *   failed or hung, NATS unreachable) is fenced: the node stops starting attempts for it before
  *   any other node may take it over.
@@ -56,9 +56,6 @@ export class ClusterCoordinator {
   private timers: { renewal?: NodeJS.Timeout; rebalancing?: NodeJS.Timeout; watchdog?: NodeJS.Timeout } = {};
   private renewing: Promise<void> | null = null;
   private heartbeating: Promise<void> | null = null;
-  /** A tick came while a renewal round was out: the next round starts when that one ends. */
-  private renewalOverdue = false;
-  private renewalStopped = false;
   private rebalancing: Promise<void> | null = null;
   private stopped = false;
 
@@ -84,30 +81,13 @@ export class ClusterCoordinator {
     this.timers = {
       renewal: every(tickMs, () => {
         this.heartbeating ??= this.heartbeat().finally(() => (this.heartbeating = null));
-        this.renewSoon();
+        this.renewing ??= this.renewRound().finally(() => (this.renewing = null));
       }),
       rebalancing: every(tickMs, () => {
         this.rebalancing ??= this.rebalance().finally(() => (this.rebalancing = null));
       }),
       watchdog: every(Math.max(25, Math.floor(tickMs / 4)), () => this.watchdog()),
     };
-  }
-
-  /**
-   * Starts a renewal round, or, while one is still out, another as soon as it ends: on a loaded
-   * machine a round can outlast a tick, and waiting for the tick after it left leases unrenewed
-   * for up to two ticks more.
-   */
-  private renewSoon(): void {
-    if (this.renewing) {
-      this.renewalOverdue = true;
-      return;
-    }
-    this.renewalOverdue = false;
-    this.renewing = this.renewRound().finally(() => {
-      this.renewing = null;
-      if (this.renewalOverdue && !this.renewalStopped) this.renewSoon();
-    });
   }
 
   /**
@@ -223,7 +203,6 @@ export class ClusterCoordinator {
     for (const partition of [...this.owned]) this.handBack(partition);
     await Promise.all([...this.handovers]);
     clearInterval(this.timers.renewal);
-    this.renewalStopped = true;
     clearInterval(this.timers.watchdog);
     await Promise.all([this.renewing, this.heartbeating]);
     await this.options.leases.leave().catch(() => {});
