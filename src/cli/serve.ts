@@ -3,6 +3,7 @@ import type { Hookline } from '../app.js';
 import { settingsFromEnvironment, unknownSettingWarnings } from '../config/settings.js';
 import { isHooklineError } from '../errors.js';
 import { IdleMemoryRelease } from '../idle-memory-release.js';
+import { nativeHeapTrim } from '../native-heap-trim.js';
 import type { CliCommand } from './command.js';
 import { wantsHelp } from './command.js';
 
@@ -42,8 +43,9 @@ SIGTERM or SIGINT drains in-flight attempts, flushes LMDB and exits 0.`,
     let releaseLog: Hookline['http']['log'] | undefined;
     // Started before the node, so that what a restart's resume grew is given back too.
     const memoryRelease = new IdleMemoryRelease({
-      onRelease: ({ beforeBytes, afterBytes, durationMs }) => {
-        releaseLog?.info({ heapBeforeMb: toMb(beforeBytes), heapAfterMb: toMb(afterBytes), gcMs: Math.round(durationMs) }, 'idle: gave memory back (compacting GC)');
+      trimNative: nativeHeapTrim({ onUnavailable: (reason) => releaseLog?.debug({ reason }, 'idle: no malloc_trim here, glibc keeps what it freed') }),
+      onRelease: ({ beforeBytes, afterBytes, durationMs, nativeTrimmed }) => {
+        releaseLog?.info({ heapBeforeMb: toMb(beforeBytes), heapAfterMb: toMb(afterBytes), releaseMs: Math.round(durationMs), nativeTrimmed }, 'idle: gave memory back (compacting GC, malloc_trim)');
       },
     }).start();
     let node: Hookline;
