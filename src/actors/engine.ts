@@ -4,8 +4,8 @@ import type { Settings } from '../config/settings.js';
 import { HooklineError } from '../errors.js';
 import { idLowerBound, newProjectId, newSortableId } from '../store/ids.js';
 import type { DeliveryStatus } from '../machines/index.js';
-import { countDeliveriesByStatus } from '../store/delivery-query.js';
-import type { UnstoredSteps } from '../store/delivery-query.js';
+import { countDeadLetters, countDeliveriesByStatus } from '../store/delivery-query.js';
+import type { DeadLetterFilter, UnstoredSteps } from '../store/delivery-query.js';
 import type { DeliveryRecord } from '../store/records.js';
 import { HooklineStore } from '../store/store.js';
 import type { EventInput } from '../transport/event-input.js';
@@ -182,6 +182,12 @@ export class Engine implements BatchEventSink {
       changes: (deliveryId) => actor.unstoredChanges(deliveryId),
       idsShownAs: (status) => [...actor.statusesNotStored()].filter(({ shown }) => shown === status).map(({ id }) => id),
     };
+  }
+
+  /** How many deliveries a redrive with this filter would start now (its dry run). */
+  countDeadLetters(projectId: string, filter: DeadLetterFilter): number {
+    const actor = this.actors.get(projectId);
+    return actor ? actor.countDeadLetters(filter) : countDeadLetters(this.store, projectId, filter);
   }
 
   /** How many of a project's deliveries are in each status, an attempt in flight counted as `delivering`. */

@@ -3,7 +3,8 @@ import { matchesFilter } from '../filter/evaluate.js';
 import { deliveryTable } from '../machines/index.js';
 import type { DeliveryStatus } from '../machines/index.js';
 import { headOf, withChanges } from '../store/delivery-model.js';
-import { newDeliveryId, newEventId } from '../store/ids.js';
+import type { DeadLetterFilter } from '../store/delivery-query.js';
+import { inIdBounds, newDeliveryId, newEventId } from '../store/ids.js';
 import type { DeliveryChange, DeliveryRecord, DeliverySchedule, EventRecord, IngestAnswer } from '../store/records.js';
 import type { EventType } from '../sdk/types.js';
 import type { EventInput } from '../transport/event-input.js';
@@ -283,21 +284,47 @@ export class ProjectActor {
   }
 
   /** Starts a new round for every dead-lettered delivery that matches; returns how many. */
-  async redrive(filter: { fromId?: string; toId?: string; eventType?: string }): Promise<number> {
+  async redrive(filter: DeadLetterFilter): Promise<number> {
     const writes: Promise<unknown>[] = [];
-    for (const id of this.deps.store.deliveryIdsByStatus(this.projectId, 'dead_lettered', filter)) {
-      // Still in memory: either already moved on (skip), or dead-lettered with the commit visible but
-      // not yet released from memory, which is a dead letter like any other.
-      const held = this.lifecycle.get(id);
-      if (held && held.status !== 'dead_lettered') continue;
-      const head = this.deps.store.getDeliveryHead(this.projectId, id);
-      if (!head || (filter.eventType !== undefined && head.eventType !== filter.eventType)) continue;
-      const delivery = held ?? liveFromHead(head, null);
+    for (const delivery of this.deadLetters(filter)) {
       const step = deliveryTable.next(delivery.status, delivery.counters, { type: 'REDRIVE' });
       if (step) writes.push(this.lifecycle.apply(delivery, 'REDRIVE', step));
     }
     await Promise.all(writes);
     return writes.length;
+  }
+
+  /** How many deliveries `redrive` with this filter would start now. */
+  countDeadLetters(filter: DeadLetterFilter): number {
+    let count = 0;
+    for (const delivery of this.deadLetters(filter)) if (deliveryTable.next(delivery.status, delivery.counters, { type: 'REDRIVE' })) count++;
+    return count;
+  }
+
+  /**
+   * The project's dead letters as the delivery log shows them: those stored as dead-lettered, and
+   * those whose dead-lettering is made in memory but not stored yet (`GET` already shows them, so a
+   * redrive right after must take them too).
+   */
+  private *deadLetters(filter: DeadLetterFilter): Generator<LiveDelivery> {
+    const matches = (id: string) => {
+      const head = this.deps.store.getDeliveryHead(this.projectId, id);
+      return head !== undefined && (filter.eventType === undefined || head.eventType === filter.eventType) ? head : undefined;
+    };
+    for (const id of this.deps.store.deliveryIdsByStatus(this.projectId, 'dead_lettered', filter)) {
+      // Still in memory: either already moved on (skip), or dead-lettered with the commit visible but
+      // not yet released from memory, which is a dead letter like any other.
+      const held = this.lifecycle.get(id);
+      if (held && held.status !== 'dead_lettered') continue;
+      const head = matches(id);
+      if (head) yield held ?? liveFromHead(head, null);
+    }
+    for (const { id, shown } of this.lifecycle.statusesNotStored()) {
+      if (shown !== 'dead_lettered' || !inIdBounds(id, filter)) continue;
+      const head = matches(id);
+      // A head already indexed as dead-lettered was taken above (its commit landed unannounced).
+      if (head && head.status !== 'dead_lettered') yield this.lifecycle.get(id)!;
+    }
   }
 
   async replay(eventId: string): Promise<string> {

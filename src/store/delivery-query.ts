@@ -1,7 +1,8 @@
 import { DELIVERY_STATUSES } from '../machines/index.js';
 import type { DeliveryStatus } from '../machines/index.js';
 import type { EventType } from '../sdk/types.js';
-import { idLowerBound } from './ids.js';
+import { idLowerBound, inIdBounds } from './ids.js';
+import type { IdBounds } from './ids.js';
 import { withChanges } from './delivery-model.js';
 import type { DeliveryChange, DeliveryHead, DeliveryRecord } from './records.js';
 import type { HooklineStore } from './store.js';
@@ -76,8 +77,8 @@ function* candidates(
   toId: string | undefined,
   unstored: UnstoredSteps,
 ): Generator<DeliveryHead> {
-  const inBounds = (id: string) => (fromId === undefined || id >= fromId) && (toId === undefined || id < toId);
   const bounds = { ...(fromId ? { fromId } : {}), ...(toId ? { toId } : {}) };
+  const inBounds = (id: string) => inIdBounds(id, bounds);
   if (query.eventId !== undefined) {
     const ids = store.getEvent(projectId, query.eventId)?.deliveryIds ?? [];
     for (const id of [...ids].sort().reverse()) {
@@ -127,11 +128,17 @@ export function countDeliveriesByStatus(store: HooklineStore, projectId: string)
   return counts;
 }
 
+/** Which dead letters a redrive takes: a window of delivery ids, and an event type. */
+export interface DeadLetterFilter extends IdBounds {
+  eventType?: string;
+}
+
 /**
- * How many dead letters a redrive with this filter would start again (its dry run). Without an
- * event type this is a count on the status index; with one, each record in the range is read.
+ * How many stored dead letters match the filter (a redrive's dry run when the project has no actor,
+ * hence no dead-lettering still unstored). Without an event type this is a count on the status
+ * index; with one, each record in the range is read.
  */
-export function countDeadLetters(store: HooklineStore, projectId: string, filter: { fromId?: string; toId?: string; eventType?: string }): number {
+export function countDeadLetters(store: HooklineStore, projectId: string, filter: DeadLetterFilter): number {
   if (filter.eventType === undefined) {
     return store.deliveriesByStatus.getCount({ start: [projectId, 'dead_lettered', filter.fromId ?? ''], end: [projectId, 'dead_lettered', filter.toId ?? '\uffff'] });
   }

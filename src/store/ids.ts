@@ -51,6 +51,16 @@ export function idLowerBound(prefix: string, ms: number): string {
   return `${prefix}_${encodeTime(ms)}`;
 }
 
+/** Id bounds of a time window: `fromId` included, `toId` excluded (from `idLowerBound` of since / until). */
+export interface IdBounds {
+  fromId?: string;
+  toId?: string;
+}
+
+export function inIdBounds(id: string, { fromId, toId }: IdBounds): boolean {
+  return (fromId === undefined || id >= fromId) && (toId === undefined || id < toId);
+}
+
 export const newDeliveryId = (nowMs: number): string => newSortableId('dlv', nowMs);
 export const newEventId = (nowMs: number): string => newSortableId('evt', nowMs);
 export const newProjectId = (nowMs: number): string => newSortableId('prj', nowMs);

@@ -48,6 +48,38 @@ describe('POST /v1/logs/webhook-deliveries/redrive with dryRun', () => {
     expect(receiver.received.length).toBe(requestsBefore);
     expect((await hookline.api('POST', '/v1/logs/webhook-deliveries/redrive', { body: { dryRun: false } })).body).toEqual({ redriven: 2 });
   });
+
+  it('takes a delivery the log already shows dead-lettered while that step is still being stored', async () => {
+    const hookline = await startTestHookline();
+    const receiver = await startReceiver({ respond: () => ({ status: 500 }) });
+    await configureReceiver(hookline, receiver);
+    // The real store, with the commit of a dead-lettering step held back until the test lets it go.
+    const store = hookline.node.engine.store;
+    const applyDeliveryChanges = store.applyDeliveryChanges.bind(store);
+    let letGo!: () => void;
+    const held = new Promise<void>((resolve) => (letGo = resolve));
+    let holding: string | undefined;
+    store.applyDeliveryChanges = async (...args) => {
+      if (args[3].some((change) => change.status === 'dead_lettered')) {
+        holding = args[0];
+        await held;
+      }
+      return applyDeliveryChanges(...args);
+    };
+    const sent = await hookline.client.sendEvent({ type: 'service.trigger.event', data: {} });
+    await waitForDeliveryStatus(hookline.client, sent.deliveryId!, 'dead_lettered');
+    expect(holding).toBeDefined();
+    expect(store.getDeliveryHead(holding!, sent.deliveryId!)?.status).not.toBe('dead_lettered');
+
+    const redrive = (body: object) => hookline.api('POST', '/v1/logs/webhook-deliveries/redrive', { body });
+    expect((await redrive({ dryRun: true })).body).toEqual({ redriven: 0, wouldRedrive: 1 });
+    expect((await redrive({ dryRun: true, eventType: 'service.trigger.disabled' })).body).toEqual({ redriven: 0, wouldRedrive: 0 });
+    const redriven = redrive({ dryRun: false });
+    letGo();
+    expect((await redriven).body).toEqual({ redriven: 1 });
+    await waitForDeliveryStatus(hookline.client, sent.deliveryId!, 'dead_lettered');
+    expect((await hookline.client.getDelivery(sent.deliveryId!)).transitions.map((t) => t.event)).toContain('REDRIVE');
+  });
 });
 
 describe('dashboard routes', () => {

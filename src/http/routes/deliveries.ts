@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { HooklineError } from '../../errors.js';
 import { idLowerBound } from '../../store/ids.js';
-import { countDeadLetters, queryDeliveries } from '../../store/delivery-query.js';
+import { queryDeliveries } from '../../store/delivery-query.js';
 import { presentDelivery, presentDeliveryDetail } from '../present.js';
 import type { DeliveryPageResponse, RedriveDryRunResponse, RedriveResponse } from '../response-schemas.js';
 import { deliveryIdParams, deliveryListQuery, parseInput, redriveBody } from '../schemas.js';
@@ -35,7 +35,7 @@ export function registerDeliveryRoutes(app: FastifyInstance, { engine }: HttpDep
       ...(filter.eventType !== undefined ? { eventType: filter.eventType } : {}),
     };
     // A dry run changes nothing: 200 with the count a redrive would start now (the dashboard's preview).
-    if (filter.dryRun === true) return reply.status(200).send({ redriven: 0, wouldRedrive: countDeadLetters(engine.store, request.projectId, bounds) } satisfies RedriveDryRunResponse);
+    if (filter.dryRun === true) return reply.status(200).send({ redriven: 0, wouldRedrive: engine.countDeadLetters(request.projectId, bounds) } satisfies RedriveDryRunResponse);
     const redriven = await engine.actorFor(request.projectId).redrive(bounds);
     return reply.status(202).send({ redriven } satisfies RedriveResponse);
   });
