@@ -57,6 +57,15 @@ export interface NatsTransportOptions {
   verdictPrefix?: string;
 }
 
+/**
+ * Most messages handed to the sink in one turn of the event loop; the rest follow in the next turn,
+ * after its I/O. A batch's ingests run synchronously up to their LMDB writes (decode, validation,
+ * fingerprint, envelope, encoding). Whole backlogs at once (1,000-2,000 messages a turn, up to
+ * max_ack_pending) held the loop for 80-160 ms per turn: the attempts in flight waited that long for
+ * their responses to be read, and delivery all but stopped until the backlog was ingested.
+ */
+export const MAX_MESSAGES_PER_TURN = 256;
+
 /** Bytes of a rejected payload kept for diagnosis. */
 const REJECTED_PAYLOAD_BYTES = 1024;
 const textDecoder = new TextDecoder();
@@ -84,9 +93,9 @@ interface Rejecting {
  * and store time) de-duplicates them.
  *
  * Messages are taken in batches: those that arrive in one turn of the event loop (a pull brings up
- * to `batch` at once) are validated together and handed to the sink together, so the store commits
- * them in one LMDB transaction (one fsync); each is then acked, terminated or nak'ed on its own
- * outcome once the batch has settled.
+ * to `batch` at once), at most `MAX_MESSAGES_PER_TURN`, are validated together and handed to the
+ * sink together, so the store commits them in one LMDB transaction (one fsync); each is then acked,
+ * terminated or nak'ed on its own outcome once the batch has settled.
  */
 export class NatsTransport implements InboundTransport {
   readonly name = 'nats';
@@ -202,11 +211,16 @@ export class NatsTransport implements InboundTransport {
     }
   }
 
-  /** Hands the messages collected so far to the sink as one batch. */
+  /** Hands the messages collected so far, at most `MAX_MESSAGES_PER_TURN`, to the sink as one batch. */
   private handOver(): void {
     if (this.arrived.length === 0 || !this.sink) return;
-    const batch = this.arrived;
-    this.arrived = [];
+    let batch = this.arrived;
+    if (batch.length > MAX_MESSAGES_PER_TURN) {
+      batch = this.arrived.splice(0, MAX_MESSAGES_PER_TURN);
+      setImmediate(() => this.handOver());
+    } else {
+      this.arrived = [];
+    }
     const handled = this.handleBatch(this.sink, batch).finally(() => this.inflight.delete(handled));
     this.inflight.add(handled);
   }
@@ -340,7 +354,7 @@ export class NatsTransport implements InboundTransport {
     await this.loop?.catch(() => {});
     // Messages that arrived before the iterator ended still go to the sink (a draining engine
     // refuses them: nak'ed, redelivered to whoever consumes next).
-    this.handOver();
+    while (this.arrived.length > 0 && this.sink) this.handOver();
     await Promise.allSettled([...this.inflight]);
     if (!this.options.connection) await this.connection?.drain().catch(() => this.connection?.close());
     this.connection = null;

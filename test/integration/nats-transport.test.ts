@@ -6,7 +6,7 @@ import type { IngestResult } from '../../src/actors/project-actor.js';
 import { HooklineError } from '../../src/errors.js';
 import { publishEvent } from '../../src/sdk/nats.js';
 import type { EventInput } from '../../src/transport/event-input.js';
-import { NatsTransport } from '../../src/transport/nats.js';
+import { MAX_MESSAGES_PER_TURN, NatsTransport } from '../../src/transport/nats.js';
 import type { EventSink, Rejection } from '../../src/transport/types.js';
 import { decodeVerdict, verdictSubjectPrefix } from '../../src/transport/verdict.js';
 import type { EventVerdict } from '../../src/transport/verdict.js';
@@ -234,6 +234,39 @@ describe('NatsTransport flow control', () => {
     expect(drained.ack_floor.stream_seq).toBe(total);
     expect(sink.ingested).toHaveLength(total);
     expect(sink.maxInflight).toBeLessThanOrEqual(maxAckPending);
+  });
+
+  it('hands a backlog to the sink at most MAX_MESSAGES_PER_TURN messages per turn of the event loop', async () => {
+    // Ingests started in each turn of the event loop (counted by an immediate that runs once a turn):
+    // the delivery side's I/O is read only between turns.
+    const perTurn = new Map<number, number>();
+    let turn = 0;
+    let counting = true;
+    const tick = () => {
+      turn++;
+      if (counting) setImmediate(tick);
+    };
+    tick();
+    const sink = new ScriptedSink(() => void perTurn.set(turn, (perTurn.get(turn) ?? 0) + 1));
+    // The backlog is in the stream before the transport starts: its pulls bring hundreds of small messages per socket read.
+    const names = uniqueNatsNames();
+    streams.add(names.natsStream);
+    await manager.streams.add({ name: names.natsStream, subjects: [`${names.natsSubjectPrefix}.>`], storage: StorageType.File });
+    const total = 2_000;
+    const js = jetstream(nc);
+    const subject = `${names.natsSubjectPrefix}.default`;
+    for (let start = 0; start < total; start += 500) {
+      await Promise.all(Array.from({ length: 500 }, (_, i) => js.publish(subject, `{"id":"evt_backlog_${start + i}","type":"service.trigger.event","data":{}}`)));
+    }
+    const transport = new NatsTransport({ servers: SHARED_NATS_URL, stream: names.natsStream, subjectPrefix: names.natsSubjectPrefix, durable: names.natsDurable, batch: 1_000 });
+    transports.push(transport);
+    await transport.start(sink);
+
+    const drained = await waitForConsumerDrained(manager, names, 15_000);
+    expect(drained.ack_floor.stream_seq).toBe(total);
+    expect(sink.ingested).toHaveLength(total);
+    counting = false;
+    expect(Math.max(...perTurn.values())).toBe(MAX_MESSAGES_PER_TURN);
   });
 
   it('stop() resolves only after the messages being ingested are settled', async () => {
