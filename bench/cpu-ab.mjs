@@ -13,6 +13,11 @@
 //   BENCH_AB_BURSTS [20]      bursts per variant
 //   BENCH_AB_BURST [3000]     events per burst
 //   BENCH_AB_CONCURRENCY [64] POSTs in flight
+//   BENCH_AB_BATCH [1]        events per POST; above 1, POST /v1/events/batch with that many events
+//                             (the serve processes then run with HOOKLINE_RATE_LIMIT=0, as in `npm run
+//                             bench`'s batch rounds). E.g. BENCH_AB_BATCH=100 BENCH_AB_CONCURRENCY=8
+//                             BENCH_AB_BURST=20000: ingest outruns delivery, so a backlog builds as there
+//   BENCH_AB_LOG_DIR          write each serve process's output to <dir>/<label>.log (e.g. with --trace-gc)
 //   BENCH_AB_WARMUP [5000]    events per variant first, not measured (JIT, LMDB's first pages)
 // Prints one line per burst pair and, last, one JSON object: per variant the median and mean CPU ms
 // per delivery over its bursts, each variant's median ratio to the first over the burst pairs, and its
@@ -29,6 +34,8 @@ const BURSTS = num('BENCH_AB_BURSTS', 20);
 const BURST = num('BENCH_AB_BURST', 3000);
 const CONCURRENCY = num('BENCH_AB_CONCURRENCY', 64);
 const WARMUP = num('BENCH_AB_WARMUP', 5000);
+const BATCH = num('BENCH_AB_BATCH', 1);
+const LOG_DIR = process.env.BENCH_AB_LOG_DIR;
 const API_KEY = 'hk_bench_' + Math.random().toString(36).slice(2);
 const variants = (process.env.BENCH_AB ?? '').split(',').filter(Boolean).map((spec) => {
   const label = spec.slice(0, spec.indexOf('='));
@@ -58,7 +65,8 @@ async function start(variant) {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const node = launch(process.execPath, [...variant.nodeArgs, path.join(variant.dir, 'dist', 'cli', 'main.js'), 'serve'], {
-    extraEnv: serveEnv({ dataDir: path.join(temp, variant.label), port, apiKey: API_KEY }),
+    extraEnv: { ...serveEnv({ dataDir: path.join(temp, variant.label), port, apiKey: API_KEY }), ...(BATCH > 1 ? { HOOKLINE_RATE_LIMIT: '0' } : {}) },
+    ...(LOG_DIR ? { logFile: path.join(path.resolve(LOG_DIR), `${variant.label}.log`) } : {}),
     children,
     detached: true,
   });
@@ -72,10 +80,14 @@ async function start(variant) {
 async function burst(v, n) {
   const target = v.sent + n;
   let next = v.sent;
+  const event = (seq) => `{"type":"service.trigger.event","data":{"sentAt":${nowMs().toFixed(3)},"seq":${seq},"pad":"${pad}"}}`;
   const worker = async () => {
     while (next < target) {
-      const seq = next++;
-      const res = await v.pool.request({ method: 'POST', path: '/v1/events', headers, body: `{"type":"service.trigger.event","data":{"sentAt":${nowMs().toFixed(3)},"seq":${seq},"pad":"${pad}"}}` });
+      const seq = next;
+      const count = Math.min(BATCH, target - seq);
+      next += count;
+      const body = BATCH > 1 ? `{"events":[${Array.from({ length: count }, (_, i) => event(seq + i)).join(',')}]}` : event(seq);
+      const res = await v.pool.request({ method: 'POST', path: BATCH > 1 ? '/v1/events/batch' : '/v1/events', headers, body });
       await res.body.dump();
       if (res.statusCode !== 202) throw new Error(`${v.label}: ingest answered ${res.statusCode}`);
     }
@@ -116,7 +128,7 @@ try {
     pairs_below_first: v.perBurst.filter((ms, i) => ms < first.perBurst[i]).length,
     peak_rss_mb: Math.round(procMemory(v.node.pid).hwmMb),
   }));
-  process.stdout.write(`${JSON.stringify({ bench: 'cpu-ab', bursts: BURSTS, burst: BURST, concurrency: CONCURRENCY, load_average: os.loadavg().map((x) => Number(x.toFixed(2))), variants: report })}\n`);
+  process.stdout.write(`${JSON.stringify({ bench: 'cpu-ab', bursts: BURSTS, burst: BURST, batch: BATCH, concurrency: CONCURRENCY, load_average: os.loadavg().map((x) => Number(x.toFixed(2))), variants: report })}\n`);
 } finally {
   for (const v of running) {
     await v.pool.close();
