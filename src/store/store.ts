@@ -70,7 +70,7 @@ const FLUSH_CONFIRM_MS = 1000;
  */
 const DELIVERY_COMMIT_CONFIRM_MS = 2000;
 
-/** What the ingests and delivery steps of one turn share (`TurnWrites`): their commit, its flush and the waits on them. */
+/** What the ingests and delivery steps issued together share (`TurnWrites`): their commit, its flush and the waits on them. */
 interface SharedCommit {
   /** Resolves once the commit is on disk (an acknowledged event), or rejects with the commit's failure. */
   durable(): Promise<void>;
@@ -119,7 +119,7 @@ export class HooklineStore {
   /** The bounds on a flush and on a delivery commit, each on one timer for all. */
   private readonly flushConfirm = new FixedDelayTimers(FLUSH_CONFIRM_MS);
   private readonly deliveryCommitConfirm = new FixedDelayTimers(DELIVERY_COMMIT_CONFIRM_MS);
-  /** Ingests and delivery steps, issued once per event-loop turn in one batch. */
+  /** Ingests and delivery steps, issued together in one batch per synchronous run (turn-writes.ts). */
   private readonly turnWrites = new TurnWrites<SharedCommit>((writeAll) => this.issueTurn(writeAll));
 
   constructor(options: StoreOptions) {
@@ -281,7 +281,7 @@ export class HooklineStore {
   }
 
   /**
-   * Issues the writes of one turn in one batch. A batch, not a transaction: an async transaction's
+   * Issues writes made together in one batch. A batch, not a transaction: an async transaction's
    * callback runs on this thread, so LMDB's write thread (and every write queued behind it) waited
    * for the event loop to come round. The waits are made once, for the first write that asks.
    */
