@@ -7,7 +7,7 @@ import { headOf } from './delivery-model.js';
 import { DeliveryTables } from './delivery-tables.js';
 import { FixedDelayTimers } from '../fixed-delay-timers.js';
 import type { TimerEntry } from '../fixed-delay-timers.js';
-import { TurnWrites } from './turn-writes.js';
+import { WriteGroup } from './write-group.js';
 import type { DeliveryChange, DeliveryHead, DeliveryRecord, DeliverySchedule, EventRecord, ProjectRecord, RejectedEventRecord, WebhookRecord } from './records.js';
 
 type ProjectKey = [projectId: string, id: string];
@@ -70,14 +70,6 @@ const FLUSH_CONFIRM_MS = 1000;
  */
 const DELIVERY_COMMIT_CONFIRM_MS = 2000;
 
-/** What the ingests and delivery steps issued together share (`TurnWrites`): their commit, its flush and the waits on them. */
-interface SharedCommit {
-  /** Resolves once the commit is on disk (an acknowledged event), or rejects with the commit's failure. */
-  durable(): Promise<void>;
-  /** Resolves once the commit landed, or rejects when it failed or was not confirmed in time. */
-  confirmed(): Promise<unknown>;
-}
-
 /**
  * LMDB persistence. Writes are asynchronous and lmdb-js commits every write issued in one event-loop
  * turn in one transaction, so concurrent ingests share a commit (and its fsync) instead of paying one
@@ -119,8 +111,8 @@ export class HooklineStore {
   /** The bounds on a flush and on a delivery commit, each on one timer for all. */
   private readonly flushConfirm = new FixedDelayTimers(FLUSH_CONFIRM_MS);
   private readonly deliveryCommitConfirm = new FixedDelayTimers(DELIVERY_COMMIT_CONFIRM_MS);
-  /** Ingests and delivery steps, issued together in one batch per synchronous run (turn-writes.ts). */
-  private readonly turnWrites = new TurnWrites<SharedCommit>((writeAll) => this.issueTurn(writeAll));
+  /** Set while `ingestTogether` runs: the ingests it makes are issued in one batch. */
+  private together: WriteGroup<{ durable(): Promise<void> }> | null = null;
 
   constructor(options: StoreOptions) {
     installCommitFailureGuard();
@@ -255,11 +247,12 @@ export class HooklineStore {
     this.ingestedSinceDiskRead += diskBytes;
     this.ingestingBytes += diskBytes;
     try {
-      const shared = await this.turnWrites.add(() => {
+      const puts = () => {
         this.events.put([projectId, event.id], event);
         if (delivery) this.deliveryTables.putWholeRecord(projectId, delivery);
-      });
-      await shared.durable();
+      };
+      if (this.together) await (await this.together.add(puts)).durable();
+      else await this.issueDurably(puts)();
     } catch (error) {
       throw await commitFailureCause(error, this.path);
     } finally {
@@ -281,38 +274,36 @@ export class HooklineStore {
   }
 
   /**
-   * Issues writes made together in one batch. A batch, not a transaction: an async transaction's
-   * callback runs on this thread, so LMDB's write thread (and every write queued behind it) waited
-   * for the event loop to come round. The waits are made once, for the first write that asks.
+   * Runs `ingestAll` (a batch ingest), whose ingests (`writeIngest` calls made before it returns)
+   * are issued in one LMDB batch and share one commit wait, flush and timer: a batch of 100 events
+   * paid each of those 100 times, and its 100 own batches were 100 more instructions for LMDB's
+   * write thread.
    */
-  private issueTurn(writeAll: () => void): SharedCommit {
-    const commit = observed(this.root.batch(writeAll));
+  ingestTogether<T>(ingestAll: () => T): T {
+    const group = new WriteGroup((writeAll) => ({ durable: this.issueDurably(writeAll) }));
+    this.together = group;
+    try {
+      return ingestAll();
+    } finally {
+      this.together = null;
+      group.close();
+    }
+  }
+
+  /**
+   * Issues `puts` in a batch of their own; the returned wait (made once, however often it is
+   * called) resolves once that batch is committed and on disk.
+   */
+  private issueDurably(puts: () => void): () => Promise<void> {
+    // A batch, not a transaction: an async transaction's callback runs on this thread, so LMDB's
+    // write thread (and every write queued behind it) waited for the event loop to come round.
+    const commit = observed(this.root.batch(puts));
     // With overlappingSync a commit is visible before it is on disk; an acknowledged event must be
     // on disk. Its own batch's flush, taken now: read after the commit, `flushed` is the newest
     // batch's, which attempt commits keep joining (that wait was the p99 at 1,000/s).
     const flushed = this.flushOfCurrentBatch();
     let durable: Promise<void> | null = null;
-    let confirmed: Promise<unknown> | null = null;
-    return {
-      durable: () => (durable ??= commit.then(() => this.durable(flushed))),
-      confirmed: () => (confirmed ??= this.confirmed(commit)),
-    };
-  }
-
-  /**
-   * The commit, or a rejection once it stays unsettled for DELIVERY_COMMIT_CONFIRM_MS (lmdb-js
-   * settles no write of a batch whose commit ends in an error status of its write thread).
-   */
-  private async confirmed(commit: Promise<unknown>): Promise<unknown> {
-    let timer!: TimerEntry;
-    const unconfirmed = new Promise<never>((_, reject) => {
-      timer = this.deliveryCommitConfirm.add(() => reject(new Error(`LMDB commit not confirmed within ${DELIVERY_COMMIT_CONFIRM_MS} ms`)));
-    });
-    try {
-      return await Promise.race([commit, unconfirmed]);
-    } finally {
-      this.deliveryCommitConfirm.cancel(timer);
-    }
+    return () => (durable ??= commit.then(() => this.durable(flushed)));
   }
 
   /**
@@ -388,11 +379,17 @@ export class HooklineStore {
    */
   async applyDeliveryChanges(projectId: string, identity: DeliveryIdentity, storedStatus: DeliveryStatus, changes: readonly DeliveryChange[], again = false): Promise<void> {
     if (changes.length === 0) return;
+    const commit = observed(this.root.batch(() => this.deliveryTables.putSteps(projectId, identity, storedStatus, changes, again)));
+    let timer!: TimerEntry;
+    const unconfirmed = new Promise<never>((_, reject) => {
+      timer = this.deliveryCommitConfirm.add(() => reject(new Error(`LMDB commit not confirmed within ${DELIVERY_COMMIT_CONFIRM_MS} ms`)));
+    });
     try {
-      const shared = await this.turnWrites.add(() => this.deliveryTables.putSteps(projectId, identity, storedStatus, changes, again));
-      await shared.confirmed();
+      await Promise.race([commit, unconfirmed]);
     } catch (error) {
       throw await commitFailureCause(error, this.path);
+    } finally {
+      this.deliveryCommitConfirm.cancel(timer);
     }
   }
 
