@@ -13,6 +13,7 @@
 //   BENCH_AB_BURSTS [20]      bursts per variant
 //   BENCH_AB_BURST [3000]     events per burst
 //   BENCH_AB_CONCURRENCY [64] POSTs in flight
+//   BENCH_AB_LOG_DIR          write each serve process's output to <dir>/<label>.log (e.g. with --trace-gc)
 //   BENCH_AB_WARMUP [5000]    events per variant first, not measured (JIT, LMDB's first pages)
 //   BENCH_AB_PATH [http]      how events reach every variant, or a comma list with one per variant:
 //                             http: one event per POST /v1/events, BENCH_AB_CONCURRENCY in flight;
@@ -41,6 +42,7 @@ const PATHS = (process.env.BENCH_AB_PATH ?? 'http').split(',');
 const BATCH = num('BENCH_AB_BATCH', 100);
 const BATCH_CONCURRENCY = num('BENCH_AB_BATCH_CONCURRENCY', 8);
 const NATS_URL = process.env.BENCH_NATS_URL ?? 'nats://127.0.0.1:4222';
+const LOG_DIR = process.env.BENCH_AB_LOG_DIR;
 const API_KEY = 'hk_bench_' + Math.random().toString(36).slice(2);
 const variants = (process.env.BENCH_AB ?? '').split(',').filter(Boolean).map((spec, index) => {
   const label = spec.slice(0, spec.indexOf('='));
@@ -83,6 +85,7 @@ async function start(variant) {
   const natsEnv = names ? { HOOKLINE_NATS_URL: NATS_URL, HOOKLINE_NATS_STREAM: names.stream, HOOKLINE_NATS_SUBJECT_PREFIX: names.prefix, HOOKLINE_NATS_DURABLE: names.durable } : {};
   const node = launch(process.execPath, [...variant.nodeArgs, path.join(variant.dir, 'dist', 'cli', 'main.js'), 'serve'], {
     extraEnv: { ...serveEnv({ dataDir: path.join(temp, variant.label), port, apiKey: API_KEY }), ...natsEnv, ...(variant.path === 'batch' ? { HOOKLINE_RATE_LIMIT: '0' } : {}) },
+    ...(LOG_DIR ? { logFile: path.join(path.resolve(LOG_DIR), `${variant.label}.log`) } : {}),
     children,
     detached: true,
   });
@@ -120,6 +123,7 @@ async function send(v, seq, left) {
 async function burst(v, n) {
   const target = v.sent + n;
   let next = v.sent;
+  const event = (seq) => `{"type":"service.trigger.event","data":{"sentAt":${nowMs().toFixed(3)},"seq":${seq},"pad":"${pad}"}}`;
   const worker = async () => {
     while (next < target) {
       const seq = next;
@@ -169,7 +173,7 @@ try {
     pairs_below_first: v.perBurst.filter((ms, i) => ms < first.perBurst[i]).length,
     peak_rss_mb: Math.round(procMemory(v.node.pid).hwmMb),
   }));
-  process.stdout.write(`${JSON.stringify({ bench: 'cpu-ab', bursts: BURSTS, burst: BURST, concurrency: CONCURRENCY, load_average: os.loadavg().map((x) => Number(x.toFixed(2))), variants: report })}\n`);
+  process.stdout.write(`${JSON.stringify({ bench: 'cpu-ab', bursts: BURSTS, burst: BURST, batch: BATCH, concurrency: CONCURRENCY, load_average: os.loadavg().map((x) => Number(x.toFixed(2))), variants: report })}\n`);
 } finally {
   for (const v of running) {
     await v.pool.close();

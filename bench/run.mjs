@@ -45,7 +45,8 @@
 //   BENCH_REDIS_HOST [127.0.0.1], BENCH_REDIS_PORT [6379]   the Redis of the plain bullmq peer runs
 //   BENCH_DURABLE_REDIS_PORT    a durable Redis (appendfsync always) on BENCH_REDIS_HOST: also run the
 //                               bullmq peer against it each round (unset: not run)
-//   BENCH_SKIP                  comma list of: bullmq, ceiling, batch, latency, retrying
+//   BENCH_SKIP                  comma list of: bullmq, ceiling, batch, latency, retrying, single (the
+//                               one-event-per-POST hookline rounds; e.g. to profile the batch rounds alone)
 //   BENCH_PEERS_DIR             [../shared/bench/peers]; a peer without node_modules is copied to
 //                               bench/.bench/peers/ (git-ignored) and installed there once
 //   BENCH_QUIET_WAIT [90]       before each phase, wait up to this many seconds for the machine to be
@@ -601,9 +602,11 @@ async function main() {
   const rounds = [];
   for (let r = 1; r <= ROUNDS; r++) {
     const round = {};
-    log(`round ${r}/${ROUNDS}: hookline throughput, ${N} events`);
-    round.hookline = await withMachineLoad(() => hooklineThroughput(r));
-    log(`  hookline ${fmt(round.hookline.perS)}/s (ingest ${fmt(round.hookline.ingestPerS)}/s, ${round.hookline.cpuCores.toFixed(2)} cores)`);
+    if (!SKIP.has('single')) {
+      log(`round ${r}/${ROUNDS}: hookline throughput, ${N} events`);
+      round.hookline = await withMachineLoad(() => hooklineThroughput(r));
+      log(`  hookline ${fmt(round.hookline.perS)}/s (ingest ${fmt(round.hookline.ingestPerS)}/s, ${round.hookline.cpuCores.toFixed(2)} cores)`);
+    }
     if (!SKIP.has('batch')) {
       log(`round ${r}/${ROUNDS}: hookline batch ingest, ${N} events, ${BATCH} per request`);
       round.batch = await withMachineLoad(() => hooklineThroughput(r, { batch: BATCH }));
@@ -654,7 +657,7 @@ async function main() {
   }
 
   // Report ---------------------------------------------------------------------------------------
-  const ours = median(rounds.map((r) => r.hookline.perS));
+  const ours = median(rounds.map((r) => r.hookline?.perS));
   const bull = median(rounds.map((r) => r.bullmq?.perS));
   const ceil = median(rounds.map((r) => r.ceiling?.perS));
   const ratioBullmq = ours / bull;
@@ -665,7 +668,7 @@ async function main() {
   const bullD = median(rounds.map((r) => r.bullmqDurable?.perS));
   const ratioBullmqD = ours / bullD;
   const batchRatioBullmqD = oursBatch / bullD;
-  const cpuPerDelivery = median(rounds.map((r) => r.hookline.cpuMsPerDelivery));
+  const cpuPerDelivery = median(rounds.map((r) => r.hookline?.cpuMsPerDelivery));
   const cpuPerDeliveryBatch = median(rounds.map((r) => r.batch?.cpuMsPerDelivery));
   const senderCpu = median(rounds.map((r) => r.ceiling?.senderCpuMsPerRequest));
   const cpuRatio = cpuPerDelivery / senderCpu;
@@ -687,7 +690,7 @@ async function main() {
     [`RssAnon with ${fmt(RETRYING)} retrying`, `<= ${TARGETS.anonMb} MB`, `${fmt(retrying?.anonMb, 1)} MB (VmRSS ${fmt(retrying?.rssMb, 1)}, LMDB-mapped ${fmt(retrying?.lmdbMappedMb, 1)})`, check(retrying?.anonMb, (v) => v <= TARGETS.anonMb)],
   ];
 
-  const h = rounds.map((r) => r.hookline);
+  const h = rounds.map((r) => r.hookline).filter(Boolean);
   const lines = [];
   lines.push('');
   lines.push(`Delivery engine bench, ${startedAt.toISOString()}, ${machine}`);
@@ -696,12 +699,12 @@ async function main() {
   lines.push(`| Measure | Hookline (embedded) | BullMQ peer, plain Redis :${REDIS.port} | BullMQ peer, durable Redis${DURABLE_REDIS ? ` :${DURABLE_REDIS.port} (appendfsync always)` : ' (not run)'} | Signed-POST ceiling |`);
   lines.push('|---|---:|---:|---:|---:|');
   lines.push(`| deliveries/s, ${fmt(N)} x 1 KB, one event per POST, receiver 204 (median of ${ROUNDS}) | ${fmt(ours)} | ${fmt(bull)} | ${fmt(bullD)} | ${fmt(ceil)} |`);
-  lines.push(`| - per round | ${perRound((r) => r.hookline.perS)} | ${perRound((r) => r.bullmq?.perS)} | ${perRound((r) => r.bullmqDurable?.perS)} | ${perRound((r) => r.ceiling?.perS)} |`);
+  lines.push(`| - per round | ${perRound((r) => r.hookline?.perS)} | ${perRound((r) => r.bullmq?.perS)} | ${perRound((r) => r.bullmqDurable?.perS)} | ${perRound((r) => r.ceiling?.perS)} |`);
   lines.push(`| deliveries/s, batch ingest ${BATCH} x 1 KB per request, ${BATCH_CONCURRENCY} in flight (median of ${ROUNDS}) | ${fmt(oursBatch)} | ${fmt(bull)} | ${fmt(bullD)} | ${fmt(ceil)} |`);
   lines.push(`| - per round | ${perRound((r) => r.batch?.perS)} | | | |`);
   const perRound3 = (pick) => rounds.map((r) => fmt(pick(r), 3)).join(' / ');
   lines.push(`| CPU ms per delivery (Hookline serve process) / per request (ceiling sender), median; /proc | ${fmt(cpuPerDelivery, 3)} (batch ${fmt(cpuPerDeliveryBatch, 3)}) | - | - | ${fmt(senderCpu, 3)} |`);
-  lines.push(`| - per round | ${perRound3((r) => r.hookline.cpuMsPerDelivery)} (batch ${perRound3((r) => r.batch?.cpuMsPerDelivery)}) | | | ${perRound3((r) => r.ceiling?.senderCpuMsPerRequest)} (receiver ${perRound3((r) => r.ceiling?.receiverCpuMsPerRequest)}) |`);
+  lines.push(`| - per round | ${perRound3((r) => r.hookline?.cpuMsPerDelivery)} (batch ${perRound3((r) => r.batch?.cpuMsPerDelivery)}) | | | ${perRound3((r) => r.ceiling?.senderCpuMsPerRequest)} (receiver ${perRound3((r) => r.ceiling?.receiverCpuMsPerRequest)}) |`);
   lines.push(`| p50 ingest->receipt at ${fmt(RATE)}/s, ${RATE_SECONDS} s | ${fmt(latency?.p50, 1)} ms | ${fmt(bullmqLatency?.p50, 1)} ms | - | - |`);
   lines.push(`| p99 ingest->receipt at ${fmt(RATE)}/s, ${RATE_SECONDS} s | ${fmt(latency?.p99, 1)} ms | ${fmt(bullmqLatency?.p99, 1)} ms | - | - |`);
   lines.push(`| p50 / p99 ingest->receipt at ${fmt(RATE_HIGH)}/s, ${RATE_SECONDS} s | ${fmt(latencyHigh?.p50, 1)} / ${fmt(latencyHigh?.p99, 1)} ms | - | - | - |`);
@@ -713,7 +716,7 @@ async function main() {
   for (const [name, target, value, ok] of targets) lines.push(`| ${name} | ${target} | ${value} | ${verdict(ok)} |`);
   lines.push('');
   lines.push('Details:');
-  lines.push(`- hookline throughput rounds: ingest accepted ${h.map((x) => fmt(x.ingestPerS)).join(' / ')} events/s; ingest 202 p50 ${h.map((x) => fmt(x.ackP50, 1)).join(' / ')} ms, p99 ${h.map((x) => fmt(x.ackP99, 1)).join(' / ')} ms; serve process CPU ${h.map((x) => x.cpuCores.toFixed(2)).join(' / ')} cores, ${h.map((x) => x.cpuMsPerDelivery.toFixed(3)).join(' / ')} CPU ms per delivery; peak RSS ${h.map((x) => fmt(x.hwmMb)).join(' / ')} MB; ingest body ${h[0]?.ingestBytes} B, delivered envelope ${h[0]?.deliveredBytes} B; duplicates ${h.map((x) => x.duplicates).join('/')}; sampled signatures verified ${h.map((x) => x.verified).join('/')}, bad ${h.map((x) => x.badSignatures).join('/')}${h.some((x) => x.timedOut) ? '; SOME ROUNDS TIMED OUT' : ''}`);
+  if (h.length) lines.push(`- hookline throughput rounds: ingest accepted ${h.map((x) => fmt(x.ingestPerS)).join(' / ')} events/s; ingest 202 p50 ${h.map((x) => fmt(x.ackP50, 1)).join(' / ')} ms, p99 ${h.map((x) => fmt(x.ackP99, 1)).join(' / ')} ms; serve process CPU ${h.map((x) => x.cpuCores.toFixed(2)).join(' / ')} cores, ${h.map((x) => x.cpuMsPerDelivery.toFixed(3)).join(' / ')} CPU ms per delivery; peak RSS ${h.map((x) => fmt(x.hwmMb)).join(' / ')} MB; ingest body ${h[0]?.ingestBytes} B, delivered envelope ${h[0]?.deliveredBytes} B; duplicates ${h.map((x) => x.duplicates).join('/')}; sampled signatures verified ${h.map((x) => x.verified).join('/')}, bad ${h.map((x) => x.badSignatures).join('/')}${h.some((x) => x.timedOut) ? '; SOME ROUNDS TIMED OUT' : ''}`);
   const b = rounds.map((r) => r.batch).filter(Boolean);
   if (b.length) lines.push(`- hookline batch rounds (${BATCH} events per request): ingest accepted ${b.map((x) => fmt(x.ingestPerS)).join(' / ')} events/s; batch 202 p50 ${b.map((x) => fmt(x.ackP50, 1)).join(' / ')} ms, p99 ${b.map((x) => fmt(x.ackP99, 1)).join(' / ')} ms; serve process CPU ${b.map((x) => x.cpuCores.toFixed(2)).join(' / ')} cores, ${b.map((x) => x.cpuMsPerDelivery.toFixed(3)).join(' / ')} CPU ms per delivery; peak RSS ${b.map((x) => fmt(x.hwmMb)).join(' / ')} MB; request body ${b[0]?.ingestBytes} B; duplicates ${b.map((x) => x.duplicates).join('/')}; bad signatures ${b.map((x) => x.badSignatures).join('/')}${b.some((x) => x.timedOut) ? '; SOME ROUNDS TIMED OUT' : ''}`);
   if (latency) lines.push(`- hookline latency run (after ${fmt(WARMUP)} warm-up events at the same rate): ${latency.received}/${latency.n} delivered, achieved ingest ${fmt(latency.achievedRate)}/s, p90 ${fmt(latency.p90, 1)} ms, max ${fmt(latency.max, 1)} ms; ingest 202 p50 ${fmt(latency.ackP50, 1)} ms, p99 ${fmt(latency.ackP99, 1)} ms; bad signatures ${latency.badSignatures}`);

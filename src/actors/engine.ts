@@ -163,9 +163,9 @@ export class Engine implements BatchEventSink {
     // reached during the batch refuses the events after it on their own (they show in a 207).
     const refusal = actor.admissionRefusal(inputs.some((input) => actor.matches(input)));
     if (refusal) throw refusal;
-    // Every event is issued in this one event-loop turn, so lmdb-js commits all their writes in one
-    // transaction (one fsync); copies of one id within the batch meet in the actor's de-duplication.
-    return Promise.allSettled(inputs.map((input) => actor.ingest(input)));
+    // Every event is issued in this one event-loop turn, in one LMDB batch (one commit, one fsync);
+    // copies of one id within the batch meet in the actor's de-duplication.
+    return Promise.allSettled(this.store.ingestTogether(() => inputs.map((input) => actor.ingest(input))));
   }
 
   /** A delivery as the API shows it: as stored, with the steps its actor has not stored yet. */

@@ -7,6 +7,7 @@ import { headOf } from './delivery-model.js';
 import { DeliveryTables } from './delivery-tables.js';
 import { FixedDelayTimers } from '../fixed-delay-timers.js';
 import type { TimerEntry } from '../fixed-delay-timers.js';
+import { WriteGroup } from './write-group.js';
 import type { DeliveryChange, DeliveryHead, DeliveryRecord, DeliverySchedule, EventRecord, ProjectRecord, RejectedEventRecord, WebhookRecord } from './records.js';
 
 type ProjectKey = [projectId: string, id: string];
@@ -110,6 +111,8 @@ export class HooklineStore {
   /** The bounds on a flush and on a delivery commit, each on one timer for all. */
   private readonly flushConfirm = new FixedDelayTimers(FLUSH_CONFIRM_MS);
   private readonly deliveryCommitConfirm = new FixedDelayTimers(DELIVERY_COMMIT_CONFIRM_MS);
+  /** Set while `ingestTogether` runs: the ingests it makes are issued in one batch. */
+  private together: WriteGroup<{ durable(): Promise<void> }> | null = null;
 
   constructor(options: StoreOptions) {
     installCommitFailureGuard();
@@ -244,18 +247,12 @@ export class HooklineStore {
     this.ingestedSinceDiskRead += diskBytes;
     this.ingestingBytes += diskBytes;
     try {
-      // A batch, not a transaction: an async transaction's callback runs on this thread, so LMDB's
-      // write thread (and every write queued behind it) waited for the event loop to come round.
-      const commit = this.root.batch(() => {
+      const puts = () => {
         this.events.put([projectId, event.id], event);
         if (delivery) this.deliveryTables.putWholeRecord(projectId, delivery);
-      });
-      // With overlappingSync a commit is visible before it is on disk; an acknowledged event must be
-      // on disk. Its own batch's flush, taken now: read after the commit, `flushed` is the newest
-      // batch's, which attempt commits keep joining (that wait was the p99 at 1,000/s).
-      const flushed = this.flushOfCurrentBatch();
-      await commit;
-      await this.durable(flushed);
+      };
+      if (this.together) await (await this.together.add(puts)).durable();
+      else await this.issueDurably(puts)();
     } catch (error) {
       throw await commitFailureCause(error, this.path);
     } finally {
@@ -274,6 +271,39 @@ export class HooklineStore {
         throw error;
       }
     }
+  }
+
+  /**
+   * Runs `ingestAll` (a batch ingest), whose ingests (`writeIngest` calls made before it returns)
+   * are issued in one LMDB batch and share one commit wait, flush and timer: a batch of 100 events
+   * paid each of those 100 times, and its 100 own batches were 100 more instructions for LMDB's
+   * write thread.
+   */
+  ingestTogether<T>(ingestAll: () => T): T {
+    const group = new WriteGroup((writeAll) => ({ durable: this.issueDurably(writeAll) }));
+    this.together = group;
+    try {
+      return ingestAll();
+    } finally {
+      this.together = null;
+      group.close();
+    }
+  }
+
+  /**
+   * Issues `puts` in a batch of their own; the returned wait (made once, however often it is
+   * called) resolves once that batch is committed and on disk.
+   */
+  private issueDurably(puts: () => void): () => Promise<void> {
+    // A batch, not a transaction: an async transaction's callback runs on this thread, so LMDB's
+    // write thread (and every write queued behind it) waited for the event loop to come round.
+    const commit = observed(this.root.batch(puts));
+    // With overlappingSync a commit is visible before it is on disk; an acknowledged event must be
+    // on disk. Its own batch's flush, taken now: read after the commit, `flushed` is the newest
+    // batch's, which attempt commits keep joining (that wait was the p99 at 1,000/s).
+    const flushed = this.flushOfCurrentBatch();
+    let durable: Promise<void> | null = null;
+    return () => (durable ??= commit.then(() => this.durable(flushed)));
   }
 
   /**
