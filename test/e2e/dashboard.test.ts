@@ -211,6 +211,8 @@ describe('dashboard (headless Chromium)', () => {
     await page.goto(`${node.url}/ui/#/deliveries/${a.deliveryId}`);
     await page.getByText(`There is no delivery ${a.deliveryId} in this project.`).waitFor();
     await page.getByRole('link', { name: 'Replay' }).click();
+    // The delivery log has an 'Event id' filter too: fill only once the replay page is shown.
+    await page.getByRole('heading', { name: 'Replay an event' }).waitFor();
     await page.getByLabel('Event id').fill('evt_project_a');
     await page.getByRole('button', { name: 'Replay event' }).click();
     await page.getByRole('alert').filter({ hasText: 'event_not_found' }).waitFor();
