@@ -285,11 +285,7 @@ export class ProjectActor {
 
   /** Starts a new round for every dead-lettered delivery that matches; returns how many. */
   async redrive(filter: DeadLetterFilter): Promise<number> {
-    const writes: Promise<unknown>[] = [];
-    for (const delivery of this.deadLetters(filter)) {
-      const step = deliveryTable.next(delivery.status, delivery.counters, { type: 'REDRIVE' });
-      if (step) writes.push(this.lifecycle.apply(delivery, 'REDRIVE', step));
-    }
+    const writes = [...this.redrivable(filter)].map(({ delivery, step }) => this.lifecycle.apply(delivery, 'REDRIVE', step));
     await Promise.all(writes);
     return writes.length;
   }
@@ -297,8 +293,16 @@ export class ProjectActor {
   /** How many deliveries `redrive` with this filter would start now. */
   countDeadLetters(filter: DeadLetterFilter): number {
     let count = 0;
-    for (const delivery of this.deadLetters(filter)) if (deliveryTable.next(delivery.status, delivery.counters, { type: 'REDRIVE' })) count++;
+    for (const _ of this.redrivable(filter)) count++;
     return count;
+  }
+
+  /** The dead letters that match, each with the REDRIVE step that starts its new round. */
+  private *redrivable(filter: DeadLetterFilter) {
+    for (const delivery of this.deadLetters(filter)) {
+      const step = deliveryTable.next(delivery.status, delivery.counters, { type: 'REDRIVE' });
+      if (step) yield { delivery, step };
+    }
   }
 
   /**
