@@ -109,15 +109,24 @@ beforeAll(async () => {
   expect(stack).not.toMatch(/\bports:/);
   writeFileSync(stackFile, stack);
   await composeRun(['up', '-d', '--no-build']);
-  await waitFor(() => partitionsSettled([1, 2, 3]), { timeoutMs: 120_000, intervalMs: 500, message: 'three nodes ready, the partitions spread over them' });
+  try {
+    await waitFor(() => partitionsSettled([1, 2, 3]), { timeoutMs: 120_000, intervalMs: 500, message: 'three nodes ready, the partitions spread over them' });
+  } catch (error) {
+    // A stack that never formed is diagnosed from each node's view and the containers' logs.
+    for (const n of [1, 2, 3]) console.error(`hookline-${n} /healthz: ${JSON.stringify(await health(n))}`);
+    await printComposeLogs(200);
+    throw error;
+  }
 });
 
+async function printComposeLogs(lines: number): Promise<void> {
+  const [command, ...rest] = compose;
+  const logs = await run(command!, [...rest, '-p', project, ...composeFiles, 'logs', '--no-color', '--tail', String(lines)], { env });
+  console.error(`compose logs (last ${lines} lines of each):\n${logs.stdout}${logs.stderr}`);
+}
+
 afterEach(async (context) => {
-  if (context.task.result?.state === 'fail') {
-    const [command, ...rest] = compose;
-    const logs = await run(command!, [...rest, '-p', project, ...composeFiles, 'logs', '--no-color', '--tail', '40'], { env });
-    console.error(`compose logs (last 40 lines of each):\n${logs.stdout}${logs.stderr}`);
-  }
+  if (context.task.result?.state === 'fail') await printComposeLogs(40);
 });
 
 afterAll(async () => {

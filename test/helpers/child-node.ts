@@ -43,6 +43,9 @@ function parseLine(line: string): Record<string, unknown> | null {
   }
 }
 
+/** How many of a node's last log lines a failed start reports. */
+const STARTUP_LINES_KEPT = 40;
+
 export interface ChildNodeOptions {
   /** Extra arguments after `serve`, e.g. `['--cluster']`. @default none */
   args?: string[];
@@ -97,6 +100,8 @@ export async function startChildNode(dataDir: string, settings: Record<string, s
     return { url: String(serving.url), process: child, lines, exited, waitForLog, errorLogs, stderr: () => stderr };
   } catch (error) {
     child.kill('SIGKILL');
-    throw error;
+    // A start that timed out is diagnosed from what the node said before it: keep that in the failure.
+    const said = [...lines, ...(pending ? [pending] : [])].slice(-STARTUP_LINES_KEPT).join('\n');
+    throw new Error(`${error instanceof Error ? error.message : String(error)}\nlast ${STARTUP_LINES_KEPT} log lines:\n${said}\nstderr:\n${stderr.slice(-4000)}`, { cause: error });
   }
 }

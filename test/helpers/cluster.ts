@@ -21,6 +21,9 @@ import { waitFor } from './wait-for.js';
 
 export const CLUSTER_ADMIN_KEY = 'cluster-admin-key';
 
+/** How many of each node's last log lines a formation that timed out reports. */
+const NODE_LINES_KEPT = 30;
+
 export interface ClusterNames extends NatsNames {
   clusterSubjectPrefix: string;
 }
@@ -166,6 +169,16 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     return { status: response.status, headers: response.headers, body: parsed };
   };
 
+  /** Each node's partitions and its last log lines: what a formation that timed out is diagnosed from. */
+  const describeNodes = async (): Promise<string> => {
+    const views: string[] = [];
+    for (const node of nodes.values()) {
+      const partitionsHeld = node.alive ? await node.status().then((status) => status.partitions.join(','), (error: unknown) => String(error)) : 'exited';
+      views.push(`${node.nodeId} (${partitionsHeld}):\n${node.child.lines.slice(-NODE_LINES_KEPT).join('\n')}`);
+    }
+    return views.join('\n');
+  };
+
   const cluster: TestCluster = {
     names,
     partitions,
@@ -228,7 +241,7 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     waitForOwnership(nodeIds, timeoutMs = 20_000) {
       const expected = new Map<number, string>();
       for (const nodeId of nodeIds) for (const partition of desiredPartitions(nodeId, nodeIds, partitions)) expected.set(partition, nodeId);
-      return waitFor(
+      const settled = waitFor(
         async () => {
           const seen = new Map<number, string>();
           for (const node of cluster.live()) {
@@ -243,6 +256,9 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
         },
         { timeoutMs, intervalMs: 50, message: `partitions owned as rendezvous hashing over ${nodeIds.join(', ')} says` },
       );
+      return settled.catch(async (error: unknown) => {
+        throw new Error(`${error instanceof Error ? error.message : String(error)}\n${await describeNodes()}`, { cause: error });
+      });
     },
     async startSettled(nodeIds, timeoutMs) {
       await Promise.all(nodeIds.map((nodeId) => cluster.start(nodeId)));
