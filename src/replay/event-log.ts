@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { open } from 'lmdb';
 import type { Database, RootDatabase } from 'lmdb';
 import { z } from 'zod';
+import { openTable } from '../store/tables.js';
 
 /** The part of a stored event (src/store/records.ts `EventRecord`) that replay reads. */
 const storedEventSchema = z.object({
@@ -80,7 +81,7 @@ export class EventLogReader {
     } catch (error) {
       throw new Error(`cannot open ${dataDir} as Hookline data (${(error as Error).message}): point --data-dir (or HOOKLINE_DATA_DIR) at the node's data directory`, { cause: error });
     }
-    return new EventLogReader(root, root.openDB({ name: EVENTS_DB }), root.openDB({ name: PROJECTS_DB }), root.openDB({ name: API_KEYS_DB }));
+    return new EventLogReader(root, openTable(root, EVENTS_DB), openTable(root, PROJECTS_DB), openTable(root, API_KEYS_DB));
   }
 
   hasProject(projectId: string): boolean {

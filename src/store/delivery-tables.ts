@@ -3,6 +3,7 @@ import type { DeliveryStatus } from '../machines/index.js';
 import type { DeliveryIdentity } from './delivery-model.js';
 import { assembleRecord, headAfter, headOf, isWholeRecord, scheduleOf } from './delivery-model.js';
 import type { DeliveryChange, DeliveryHead, DeliveryRecord, DeliverySchedule } from './records.js';
+import { openTable } from './tables.js';
 
 type HeadKey = [projectId: string, deliveryId: string];
 type StatusKey = [projectId: string, status: DeliveryStatus, deliveryId: string];
@@ -29,11 +30,11 @@ export class DeliveryTables {
   private readonly meta: Database<number, string>;
 
   constructor(private readonly root: RootDatabase) {
-    this.heads = root.openDB({ name: 'deliveries' });
-    this.byStatus = root.openDB({ name: 'deliveries-by-status' });
-    this.transitions = root.openDB({ name: 'delivery-transitions' });
-    this.attempts = root.openDB({ name: 'delivery-attempts' });
-    this.meta = root.openDB({ name: 'meta' });
+    this.heads = openTable(root, 'deliveries');
+    this.byStatus = openTable(root, 'deliveries-by-status');
+    this.transitions = openTable(root, 'delivery-transitions');
+    this.attempts = openTable(root, 'delivery-attempts');
+    this.meta = openTable(root, 'meta');
   }
 
   /**

@@ -8,6 +8,7 @@ import { DeliveryTables } from './delivery-tables.js';
 import { FixedDelayTimers } from '../fixed-delay-timers.js';
 import type { TimerEntry } from '../fixed-delay-timers.js';
 import { WriteGroup } from './write-group.js';
+import { openTable } from './tables.js';
 import type { DeliveryChange, DeliveryHead, DeliveryRecord, DeliverySchedule, EventRecord, ProjectRecord, RejectedEventRecord, WebhookRecord } from './records.js';
 
 type ProjectKey = [projectId: string, id: string];
@@ -121,14 +122,14 @@ export class HooklineStore {
     // noSubdir: false always: lmdb-js guesses from a dot in the last path part (`hookline.d`, most
     // `mktemp -d` names) that the path is a file, and then cannot open the directory.
     this.root = open({ path: options.path, noSubdir: false, ...(options.mapSize ? { mapSize: options.mapSize } : {}) });
-    this.projects = this.root.openDB({ name: 'projects' });
-    this.apiKeys = this.root.openDB({ name: 'api-keys' });
-    this.webhooks = this.root.openDB({ name: 'webhooks' });
-    this.events = this.root.openDB({ name: 'events' });
+    this.projects = openTable(this.root, 'projects');
+    this.apiKeys = openTable(this.root, 'api-keys');
+    this.webhooks = openTable(this.root, 'webhooks');
+    this.events = openTable(this.root, 'events');
     this.deliveryTables = new DeliveryTables(this.root);
     this.deliveries = this.deliveryTables.heads;
     this.deliveriesByStatus = this.deliveryTables.byStatus;
-    this.rejectedEvents = this.root.openDB({ name: 'rejected-events' });
+    this.rejectedEvents = openTable(this.root, 'rejected-events');
     this.deliveryTables.convertWholeRecords();
   }
 
