@@ -112,6 +112,16 @@ describe('repeating an event whose id the server made', () => {
     const otherTime = await hookline.api('POST', '/v1/events', { body: { ...event, id, timestamp: '2020-01-01T00:00:00+00:00' } });
     expect(otherTime.status).toBe(409);
     expect(receiver.received).toHaveLength(1);
+
+    // First sent with a timestamp of its own: sent again without it, that is another request (as
+    // for an event sent with an id), so a conflict.
+    const timed = await hookline.api('POST', '/v1/events', { body: { ...event, timestamp: '2026-01-02T03:04:05+00:00' } });
+    expect(timed.status).toBe(202);
+    const timedId = (timed.body as { id: string }).id;
+    const untimed = await hookline.api('POST', '/v1/events', { body: { ...event, id: timedId } });
+    expect(untimed.status).toBe(409);
+    const timedAgain = await hookline.api('POST', '/v1/events', { body: { ...event, id: timedId, timestamp: '2026-01-02T03:04:05Z' } });
+    expect(timedAgain.status, JSON.stringify(timedAgain.body)).toBe(200);
   });
 
   it('over NATS: an event published with no id is judged by the id Hookline made, and its repeat is accepted', async () => {
