@@ -55,7 +55,7 @@ interface Health {
 
 async function health(n: number): Promise<Health | null> {
   try {
-    const answer = await fetch(`${nodeUrl(n)}/healthz`);
+    const answer = await fetch(`${nodeUrl(n)}/healthz`, { signal: AbortSignal.timeout(5_000) });
     return answer.ok ? ((await answer.json()) as Health) : null;
   } catch {
     return null;

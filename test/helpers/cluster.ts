@@ -169,11 +169,18 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     return { status: response.status, headers: response.headers, body: parsed };
   };
 
+  /** The node's partitions as its /healthz lists them, or why it did not (bounded: a node that hangs is what is being diagnosed). */
+  const partitionsOf = (node: ClusterNodeHandle): Promise<string> => {
+    const unanswered = new Promise<string>((resolve) => setTimeout(resolve, 2_000, 'no answer to /healthz within 2 s').unref());
+    const answered = node.status().then((status) => status.partitions.join(','), (error: unknown) => String(error));
+    return Promise.race([answered, unanswered]);
+  };
+
   /** Each node's partitions and its last log lines: what a formation that timed out is diagnosed from. */
   const describeNodes = async (): Promise<string> => {
     const views: string[] = [];
     for (const node of nodes.values()) {
-      const partitionsHeld = node.alive ? await node.status().then((status) => status.partitions.join(','), (error: unknown) => String(error)) : 'exited';
+      const partitionsHeld = node.alive ? await partitionsOf(node) : 'exited';
       views.push(`${node.nodeId} (${partitionsHeld}):\n${node.child.lines.slice(-NODE_LINES_KEPT).join('\n')}`);
     }
     return views.join('\n');
