@@ -35,7 +35,8 @@ export interface HttpSenderOptions {
   /** Limit on the whole exchange: connect, request, response headers and the (capped) body. */
   readonly timeoutMs: number;
   /**
-   * Most concurrent sockets to one origin.
+   * Most concurrent sockets to one origin, and so most exchanges in flight to it: a send beyond
+   * them waits its turn before its timeout starts.
    * @default 50
    */
   readonly maxConnectionsPerOrigin?: number;
@@ -95,10 +96,23 @@ function guardedLookup(isBlocked: (address: string) => boolean) {
   };
 }
 
+/** Exchanges in flight to one origin, and the sends waiting for one of them to end (in order). */
+interface OriginTurns {
+  inFlight: number;
+  readonly waiting: Array<() => void>;
+}
+
 export class HttpSender {
   readonly #options: Required<Omit<HttpSenderOptions, 'isBlockedAddress'>>;
   readonly #isBlockedAddress: ((address: string) => boolean) | undefined;
   readonly #pools = new Map<string, Pool>();
+  /**
+   * Sends to an origin beyond its connections wait here, not in the pool's queue: there their
+   * timeout ran while they waited, so endpoints sharing a slow origin (each with its own
+   * `HOOKLINE_ENDPOINT_CONCURRENCY` attempts) had attempts time out that were never sent, and
+   * each waiting request held its undici objects meanwhile.
+   */
+  readonly #turns = new Map<string, OriginTurns>();
   /** Every exchange's timeout, on one timer (they all last `timeoutMs`). */
   readonly #deadlines: FixedDelayTimers;
   #closed = false;
@@ -120,7 +134,6 @@ export class HttpSender {
   async send(request: SendRequest): Promise<AttemptOutcome> {
     const startedAt = performance.now();
     const elapsed = (): number => Math.round(performance.now() - startedAt);
-    const { timeoutMs } = this.#options;
 
     let target: URL;
     try {
@@ -138,9 +151,71 @@ export class HttpSender {
     if (this.#isBlockedAddress && isIP(literalHost) !== 0 && this.#isBlockedAddress(literalHost)) {
       return failure(elapsed(), 'blocked_address', `${literalHost} is an address callbacks may not reach (HOOKLINE_ALLOW_PRIVATE_NETWORKS=0)`);
     }
-    if (request.signal?.aborted) {
+    // Checked without a promise when a connection is free, as it is but under overload.
+    const turn = this.#turn(target.origin, request.signal);
+    if (turn === false || (turn !== true && !(await turn))) {
       return failure(elapsed(), 'aborted', 'aborted');
     }
+    try {
+      return await this.#exchange(target, request);
+    } finally {
+      this.#endTurn(target.origin);
+    }
+  }
+
+  /**
+   * True when a send to `origin` may start now; otherwise a promise of true once it may, or of
+   * false when the caller aborted first (a shutdown) or the sender closed meanwhile.
+   */
+  #turn(origin: string, signal: AbortSignal | undefined): boolean | Promise<boolean> {
+    if (signal?.aborted || this.#closed) return false;
+    let turns = this.#turns.get(origin);
+    if (turns === undefined) this.#turns.set(origin, (turns = { inFlight: 0, waiting: [] }));
+    if (turns.inFlight < this.#options.maxConnectionsPerOrigin) {
+      turns.inFlight++;
+      return true;
+    }
+    return this.#waitTurn(origin, turns.waiting, signal);
+  }
+
+  async #waitTurn(origin: string, waiting: Array<() => void>, signal: AbortSignal | undefined): Promise<boolean> {
+    const started = await new Promise<boolean>((resolve) => {
+      const go = (): void => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve(true);
+      };
+      const onAbort = (): void => {
+        const index = waiting.indexOf(go);
+        if (index !== -1) waiting.splice(index, 1);
+        resolve(false);
+      };
+      waiting.push(go);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+    if (!started) return false;
+    // Handed over with its slot counted (`#endTurn`): given back when not used.
+    if (signal?.aborted || this.#closed) {
+      this.#endTurn(origin);
+      return false;
+    }
+    return true;
+  }
+
+  /** An exchange to `origin` ended: the next send waiting for it starts (its slot passes on). */
+  #endTurn(origin: string): void {
+    const turns = this.#turns.get(origin);
+    if (turns === undefined) return;
+    const next = turns.waiting.shift();
+    if (next) return next();
+    turns.inFlight--;
+    if (turns.inFlight === 0) this.#turns.delete(origin);
+  }
+
+  /** One exchange, a connection of the origin free for it: its duration and timeout count from here. */
+  async #exchange(target: URL, request: SendRequest): Promise<AttemptOutcome> {
+    const startedAt = performance.now();
+    const elapsed = (): number => Math.round(performance.now() - startedAt);
+    const { timeoutMs } = this.#options;
 
     // One signal for both the caller's signal and our timeout, so a single abort path tears
     // down the request at whatever stage it is in, the body read included.

@@ -188,6 +188,44 @@ describe('HttpSender against real receivers', () => {
     expect(await pending).toMatchObject({ ok: false, statusCode: null, errorCode: 'aborted' });
   });
 
+  it('starts the timeout of a send beyond the origin\'s connections only when it is sent, and sends them in order', async () => {
+    // Two paths of one origin (two endpoints there), one connection: each answer takes 400 ms, the
+    // timeout is 600 ms. The second send waits 400 ms for the connection, then takes 400 ms itself:
+    // counted from the call (undici's queue) it timed out at 600 ms, 200 ms before it was answered.
+    const answers: (() => void)[] = [];
+    const receiver = await startReceiver((_req, res) => answers.push(() => res.writeHead(204).end()));
+    const answerIn = setInterval(() => answers.shift()?.(), 400);
+    cleanups.push(() => clearInterval(answerIn));
+    const sender = newSender({ timeoutMs: 600, maxConnectionsPerOrigin: 1 });
+    const origin = new URL(receiver.url).origin;
+    const outcomes = await Promise.all([sender.send({ url: `${origin}/a`, headers: {}, body }), sender.send({ url: `${origin}/b`, headers: {}, body })]);
+
+    expect(outcomes.map((outcome) => outcome.errorCode)).toEqual([null, null]);
+    expect(outcomes.every((outcome) => outcome.ok && outcome.durationMs < 600)).toBe(true);
+    expect(receiver.requests.map((request) => request.url)).toEqual(['/a', '/b']);
+    expect(receiver.connections).toBe(1);
+  });
+
+  it('ends a send waiting for a connection as aborted when the caller aborts, without sending it', async () => {
+    const receiver = await startReceiver(() => {});
+    const sender = newSender({ maxConnectionsPerOrigin: 1 });
+    const first = new AbortController();
+    const second = new AbortController();
+    const sending = sender.send({ url: receiver.url, headers: {}, body, signal: first.signal });
+    const waiting = sender.send({ url: receiver.url, headers: {}, body, signal: second.signal });
+    await expect.poll(() => receiver.requests.length, { timeout: 2_000 }).toBe(1);
+    second.abort();
+    expect(await waiting).toMatchObject({ ok: false, statusCode: null, errorCode: 'aborted' });
+    first.abort();
+    expect(await sending).toMatchObject({ ok: false, errorCode: 'aborted' });
+    // The connection it waited for went to nobody: a third send has it at once.
+    const third = new AbortController();
+    const later = sender.send({ url: receiver.url, headers: {}, body, signal: third.signal });
+    await expect.poll(() => receiver.requests.length, { timeout: 2_000 }).toBe(2);
+    third.abort();
+    expect(await later).toMatchObject({ ok: false, errorCode: 'aborted' });
+  });
+
   it('never throws on a bad URL or after close', async () => {
     const sender = newSender();
     expect(await sender.send({ url: 'not a url', headers: {}, body })).toMatchObject({ ok: false, errorCode: 'network' });
