@@ -11,7 +11,7 @@ import type { EventInput } from '../transport/event-input.js';
 import type { ProjectActorDeps } from './actor-deps.js';
 import { DeliveryLifecycle } from './delivery-lifecycle.js';
 import type { FirstIngest } from './envelope.js';
-import { buildEnvelope, eventFingerprint, isRepeatOf } from './envelope.js';
+import { firstIngestOf, isRepeatOf } from './envelope.js';
 import type { LiveDelivery } from './live-delivery.js';
 import { liveFromHead, liveFromSchedule } from './live-delivery.js';
 import { nextDeliveryId } from './ordered-line.js';
@@ -40,7 +40,7 @@ export interface IngestResult {
 
 export class ProjectActor {
   private webhook: Webhook | undefined;
-  private readonly ingesting = new Map<string, { fingerprint: string; result: Promise<IngestResult> }>();
+  private readonly ingesting = new Map<string, FirstIngest & { result: Promise<IngestResult> }>();
   private readonly lifecycle: DeliveryLifecycle;
   /** Hookline's own events about the project, to its operational URL (operational-events.ts). */
   private readonly operational: DeliveryLifecycle;
@@ -134,9 +134,11 @@ export class ProjectActor {
   ingest(input: EventInput): Promise<IngestResult> {
     if (this.lifecycle.isDraining) return Promise.reject(new HooklineError('HOOKLINE_ERR_SHUTTING_DOWN', 'this node is draining; send the event again shortly'));
     const now = this.deps.clock.now();
-    // Fingerprinted even without an id: the producer may send it again under the id it was given.
-    const fingerprint = eventFingerprint(input);
-    if (input.id === undefined) return this.storeNewEvent(input, newEventId(now), fingerprint, now);
+    // Marked even without an id: the producer may send it again under the id it was given.
+    if (input.id === undefined) {
+      const eventId = newEventId(now);
+      return this.storeNewEvent(input, eventId, firstIngestOf(input, eventId, now), now);
+    }
 
     const sameId = this.ingesting.get(input.id);
     if (sameId) return sameId.result.then((first) => this.repeatOf(input, sameId, first.answer));
@@ -144,9 +146,10 @@ export class ProjectActor {
     // A promise constructor, so that a conflict is a rejection like every other refusal, never a throw.
     if (stored) return new Promise((resolve) => resolve(this.repeatOf(input, stored, stored.answer)));
 
-    const result = this.storeNewEvent(input, input.id, fingerprint, now);
-    const entry = { fingerprint, result };
-    this.ingesting.set(input.id, entry);
+    // Made before it is stored: a copy of the id arriving meanwhile is compared with it.
+    const first = firstIngestOf(input, input.id, now);
+    const result = this.storeNewEvent(input, input.id, first, now);
+    this.ingesting.set(input.id, { ...first, result });
     const forget = () => this.ingesting.delete(input.id!);
     result.then(forget, forget);
     return result;
@@ -181,11 +184,10 @@ export class ProjectActor {
     return null;
   }
 
-  private async storeNewEvent(input: EventInput, eventId: string, fingerprint: string, now: number): Promise<IngestResult> {
+  private async storeNewEvent(input: EventInput, eventId: string, { fingerprint, envelope }: FirstIngest, now: number): Promise<IngestResult> {
     const matched = this.matches(input);
     const refusal = this.admissionRefusal(matched);
     if (refusal) throw refusal;
-    const envelope = buildEnvelope(input, eventId, now);
     const delivery = matched ? this.newDeliveryRecord(eventId, input.type, now) : null;
     const answer: IngestAnswer = { id: eventId, deliveryId: delivery?.id ?? null };
     const event: EventRecord = { id: eventId, type: input.type, fingerprint, envelope, createdAt: now, answer, deliveryIds: delivery ? [delivery.id] : [] };

@@ -58,7 +58,11 @@ export interface IngestAnswer {
 export interface EventRecord {
   id: string;
   type: EventType;
-  /** Hash of the ingest request as given, to tell a harmless repeat from a conflicting reuse of the id. */
+  /**
+   * With the envelope, what tells a harmless repeat from a conflicting reuse of the id: the
+   * timestamp the producer gave, after `~` (`firstIngestMark`); from earlier versions, a hash of the
+   * ingest request as given (`eventFingerprint`), or '' for an event stored without an id.
+   */
   fingerprint: string;
   /** The envelope exactly as sent: signed and replayed byte for byte. */
   envelope: Uint8Array;

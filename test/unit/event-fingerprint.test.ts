@@ -3,15 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { eventFingerprint } from '../../src/actors/envelope.js';
 import type { EventInput } from '../../src/transport/event-input.js';
-
-/** The same JSON value with every object's keys in a shuffled order (seeded by `seed`). */
-function reordered(value: unknown, seed: number): unknown {
-  if (Array.isArray(value)) return value.map((item, index) => reordered(item, seed + index));
-  if (value === null || typeof value !== 'object') return value;
-  const keys = Object.keys(value);
-  const shuffled = keys.map((key, index) => ({ key, rank: Math.sin(seed * 31 + index * 17) })).sort((a, b) => a.rank - b.rank);
-  return Object.fromEntries(shuffled.map(({ key }, index) => [key, reordered((value as Record<string, unknown>)[key], seed + index + 1)]));
-}
+import { reordered } from '../helpers/reordered.js';
 
 const input = fc.record(
   {
