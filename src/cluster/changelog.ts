@@ -1,7 +1,7 @@
 import { DeliverPolicy, RetentionPolicy, StorageType, jetstream } from '@nats-io/jetstream';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { ensureStream, reachJetStream } from '../transport/nats-streams.js';
+import { ensureStream, reachJetStream, type SetupLog } from '../transport/nats-streams.js';
 import { pack, unpack, unpackMultiple } from 'msgpackr';
 import { withChanges } from '../store/delivery-model.js';
 import type { DeliveryChange, DeliveryRecord, EventRecord, WebhookRecord } from '../store/records.js';
@@ -99,16 +99,16 @@ export class PartitionChangelog {
   }
 
   /** Creates the stream with `replicas` when absent (safe from several nodes at once). */
-  async ensureStream(replicas = 1): Promise<void> {
-    const manager = await this.jsm();
-    const info = await ensureStream(manager, { name: this.stream, subjects: [`${this.subjectPrefix}.>`], storage: StorageType.File, retention: RetentionPolicy.Limits, max_msgs_per_subject: -1, num_replicas: replicas });
+  async ensureStream(replicas = 1, log?: SetupLog): Promise<void> {
+    const manager = await this.jsm(log);
+    const info = await ensureStream(manager, { name: this.stream, subjects: [`${this.subjectPrefix}.>`], storage: StorageType.File, retention: RetentionPolicy.Limits, max_msgs_per_subject: -1, num_replicas: replicas }, log);
     if (info.config.max_msgs_per_subject > 0) {
       await manager.streams.update(this.stream, { max_msgs_per_subject: -1 });
     }
   }
 
-  private async jsm(): Promise<JetStreamManager> {
-    this.manager ??= await reachJetStream(this.connection);
+  private async jsm(log?: SetupLog): Promise<JetStreamManager> {
+    this.manager ??= await reachJetStream(this.connection, log);
     return this.manager;
   }
 

@@ -99,13 +99,16 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
     try {
       // noAsyncTraces: otherwise every request (each changelog append, each pull) builds two errors
       // with a stack trace in case it fails, a tenth of a node's CPU in the profile of issue 12.
+      const started = Date.now();
       this.connection = await connectNats(natsAccess(this.settings), { name: `hookline-${this.nodeId}`, noAsyncTraces: true, logger: this.logger });
+      this.logger.info({ nodeId: this.nodeId, server: this.connection.getServer(), ms: Date.now() - started }, 'cluster: connected to NATS');
       const replicas = this.settings.natsReplicas;
       // Every name derives from the events stream's, so clusters (and tests) sharing a NATS stay apart.
-      this.directory = await ensureKv(this.connection, `${this.settings.natsStream}_directory`, replicas);
-      const clusterKv = await ensureKv(this.connection, `${this.settings.natsStream}_leases`, replicas);
+      this.directory = await ensureKv(this.connection, `${this.settings.natsStream}_directory`, replicas, this.logger);
+      const clusterKv = await ensureKv(this.connection, `${this.settings.natsStream}_leases`, replicas, this.logger);
       this.changelog = new PartitionChangelog(this.connection, `${this.settings.natsStream}_CHANGELOG`, `${this.settings.clusterSubjectPrefix}.changelog`);
-      await this.changelog.ensureStream(replicas);
+      await this.changelog.ensureStream(replicas, this.logger);
+      this.logger.info({ replicas, ms: Date.now() - started }, 'cluster: directory, leases and changelog ready');
       this.rpc = new PartitionRpc(this.connection, `${this.settings.clusterSubjectPrefix}.rpc`, (request) => this.handleForwarded!(request));
       this.leases = new PartitionLeases(clusterKv, this.nodeId, this.cluster.leaseMs);
       this.coordinator = new ClusterCoordinator({
@@ -126,7 +129,9 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   async start(engine: Engine, handle: (request: ForwardedRequest) => Promise<ForwardedReply>): Promise<void> {
     this.engine = engine;
     this.handleForwarded = handle;
+    const started = Date.now();
     await this.mirrorDirectory();
+    this.logger.info({ ms: Date.now() - started }, 'cluster: directory mirrored; taking partitions');
     await this.coordinator.start();
   }
 

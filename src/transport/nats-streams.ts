@@ -3,6 +3,7 @@ import type { ConsumerConfig, JetStreamManager, StreamConfig, StreamInfo } from 
 import { Kvm } from '@nats-io/kv';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from '../actors/actor-deps.js';
 import { HooklineError } from '../errors.js';
 
 /**
@@ -16,6 +17,12 @@ import { HooklineError } from '../errors.js';
  * a cluster still electing its meta leader answers with timeouts (about 2 s on 10 of 13 fresh
  * three-server clusters); so a server without JetStream is reported at once.
  */
+
+/**
+ * Where a retried setup step is reported: a node that keeps retrying is otherwise silent for up to
+ * `SETUP_DEADLINE_MS` a step, and a start that seems to hang must say which step it waits on.
+ */
+export type SetupLog = Pick<Logger, 'warn'> | undefined;
 
 /** How long creating one stream or bucket may keep retrying. */
 export const SETUP_DEADLINE_MS = 30_000;
@@ -53,7 +60,7 @@ function isNotFound(error: unknown): boolean {
   return code === 10059 || code === 10014 || /(stream|consumer) not found/i.test(String(message));
 }
 
-async function retrying<T>(what: string, attempt: () => Promise<T>): Promise<T> {
+async function retrying<T>(what: string, attempt: () => Promise<T>, log: SetupLog): Promise<T> {
   const started = Date.now();
   for (let tries = 0; ; tries++) {
     try {
@@ -64,6 +71,7 @@ async function retrying<T>(what: string, attempt: () => Promise<T>): Promise<T> 
         if (isTransient(error)) throw new Error(`${what}: still failing after ${(deadline - started) / 1000} s (${(error as Error).message})`, { cause: error });
         throw error;
       }
+      log?.warn({ err: error, tries: tries + 1, waitedMs: Date.now() - started }, `${what}: failed, retrying`);
       await new Promise<void>((resolve) => setTimeout(resolve, Math.min(100 * 2 ** tries, 2_000) * (0.5 + Math.random())));
     }
   }
@@ -84,8 +92,8 @@ function checkReplicas(kind: 'stream' | 'KV bucket', name: string, stream: strin
  * A JetStream manager; making one asks the server for the account's JetStream, which can time out
  * like any API call while the cluster is busy, so it is retried too (no JetStream at all is not).
  */
-export function reachJetStream(connection: NatsConnection): Promise<JetStreamManager> {
-  return retrying('reaching JetStream', () => jetstreamManager(connection));
+export function reachJetStream(connection: NatsConnection, log?: SetupLog): Promise<JetStreamManager> {
+  return retrying('reaching JetStream', () => jetstreamManager(connection), log);
 }
 
 /**
@@ -93,52 +101,52 @@ export function reachJetStream(connection: NatsConnection): Promise<JetStreamMan
  * cluster just started) may have none for a moment: its first write then meets "no responders",
  * which nats.js reports as "jetstream is not enabled". Waits for the leader, as long as a setup may.
  */
-async function withLeader(manager: JetStreamManager, stream: string, info: StreamInfo): Promise<StreamInfo> {
+async function withLeader(manager: JetStreamManager, stream: string, info: StreamInfo, log: SetupLog): Promise<StreamInfo> {
   const deadline = Date.now() + SETUP_DEADLINE_MS;
   let current = info;
   while ((current.config.num_replicas || 1) > 1 && !current.cluster?.leader) {
     if (Date.now() > deadline) throw new Error(`stream ${stream} has no leader after ${SETUP_DEADLINE_MS / 1000} s; check that the NATS servers are routed to each other`);
     await new Promise<void>((resolve) => setTimeout(resolve, 100));
-    current = await retrying(`reading stream ${stream}`, () => manager.streams.info(stream));
+    current = await retrying(`reading stream ${stream}`, () => manager.streams.info(stream), log);
   }
   return current;
 }
 
 /** The stream's info, creating it with `config` when absent; one that exists is used as it is, but for its replica count. */
-export async function ensureStream(manager: JetStreamManager, config: Partial<StreamConfig> & { name: string; num_replicas: number }): Promise<StreamInfo> {
+export async function ensureStream(manager: JetStreamManager, config: Partial<StreamConfig> & { name: string; num_replicas: number }, log?: SetupLog): Promise<StreamInfo> {
   const info = await retrying(`creating stream ${config.name}`, async () => {
     const existing = await manager.streams.info(config.name).catch((error: unknown) => {
       if (isNotFound(error)) return null;
       throw error;
     });
     return existing ?? (await manager.streams.add(config));
-  }).catch((error: unknown) => {
+  }, log).catch((error: unknown) => {
     throw replicaError(error, 'stream', config.name, config.num_replicas) ?? error;
   });
   checkReplicas('stream', config.name, config.name, info, config.num_replicas);
-  return withLeader(manager, config.name, info);
+  return withLeader(manager, config.name, info, log);
 }
 
 /** The KV bucket, created when absent with one value per key and `replicas`. */
-export async function ensureKv(connection: NatsConnection, bucket: string, replicas: number): Promise<KV> {
-  const manager = await reachJetStream(connection);
+export async function ensureKv(connection: NatsConnection, bucket: string, replicas: number, log?: SetupLog): Promise<KV> {
+  const manager = await reachJetStream(connection, log);
   const stream = `KV_${bucket}`;
-  const kv = await retrying(`creating KV bucket ${bucket}`, () => new Kvm(connection).create(bucket, { history: 1, replicas })).catch((error: unknown) => {
+  const kv = await retrying(`creating KV bucket ${bucket}`, () => new Kvm(connection).create(bucket, { history: 1, replicas }), log).catch((error: unknown) => {
     throw replicaError(error, 'KV bucket', bucket, replicas) ?? error;
   });
-  const info = await retrying(`reading KV bucket ${bucket}`, () => manager.streams.info(stream));
+  const info = await retrying(`reading KV bucket ${bucket}`, () => manager.streams.info(stream), log);
   checkReplicas('KV bucket', bucket, stream, info, replicas);
-  await withLeader(manager, stream, info);
+  await withLeader(manager, stream, info, log);
   return kv;
 }
 
 /** The durable consumer, created with `config` when absent (an existing one is used as it is). */
-export async function ensureConsumer(manager: JetStreamManager, stream: string, config: Partial<ConsumerConfig> & { durable_name: string }): Promise<void> {
+export async function ensureConsumer(manager: JetStreamManager, stream: string, config: Partial<ConsumerConfig> & { durable_name: string }, log?: SetupLog): Promise<void> {
   await retrying(`creating consumer ${config.durable_name} on ${stream}`, async () => {
     const existing = await manager.consumers.info(stream, config.durable_name).catch((error: unknown) => {
       if (isNotFound(error)) return null;
       throw error;
     });
     if (!existing) await manager.consumers.add(stream, config);
-  });
+  }, log);
 }

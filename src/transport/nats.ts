@@ -236,10 +236,11 @@ export class NatsTransport implements InboundTransport {
   }
 
   private async ensureStreamAndConsumer(connection: NatsConnection): Promise<void> {
-    const manager = await reachJetStream(connection);
+    const log = this.options.logger;
+    const manager = await reachJetStream(connection, log);
     const filter = `${this.subjectPrefix}.>`;
     const subjects = this.options.streamSubjects ?? [filter];
-    await ensureStream(manager, { name: this.stream, subjects, storage: StorageType.File, duplicate_window: nanos(this.options.duplicateWindowMs ?? 120_000), num_replicas: this.options.replicas ?? 1 });
+    await ensureStream(manager, { name: this.stream, subjects, storage: StorageType.File, duplicate_window: nanos(this.options.duplicateWindowMs ?? 120_000), num_replicas: this.options.replicas ?? 1 }, log);
     await ensureConsumer(manager, this.stream, {
       durable_name: this.durable,
       ack_policy: AckPolicy.Explicit,
@@ -247,7 +248,7 @@ export class NatsTransport implements InboundTransport {
       filter_subject: filter,
       max_ack_pending: this.options.maxAckPending ?? 2048,
       ack_wait: nanos(30_000),
-    });
+    }, log);
   }
 
   /**

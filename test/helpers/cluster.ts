@@ -6,6 +6,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { onTestFinished } from 'vitest';
 import { desiredPartitions } from '../../src/cluster/rendezvous.js';
 import { partitionOf } from '../../src/sdk/partition.js';
+import { SETUP_DEADLINE_MS } from '../../src/transport/nats-streams.js';
 import { startChildNode, type ChildNode } from './child-node.js';
 import { SHARED_NATS_URL, connectNats, deleteStreams, type NatsNames } from './nats.js';
 import { ALL_TYPES } from './hookline.js';
@@ -195,7 +196,8 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     async start(nodeId, settings = {}) {
       const dir = makeTempDir(`hookline-cluster-${nodeId}-`);
       dirs.push(dir);
-      const child = await startChildNode(dir.path, { ...settingsFor(nodeId), ...settings }, { args: ['--cluster'], startTimeoutMs: 30_000 });
+      // Longer than a node's own bound on a setup step, so a slow NATS ends in the node's own error (or its retry warnings), not in a silent test timeout.
+      const child = await startChildNode(dir.path, { ...settingsFor(nodeId), ...settings }, { args: ['--cluster'], startTimeoutMs: SETUP_DEADLINE_MS + 10_000 });
       let alive = true;
       void child.exited.then(() => (alive = false));
       const handle: ClusterNodeHandle = {

@@ -192,6 +192,16 @@ describe('a cluster of three nodes', () => {
     await receiver?.close();
   });
 
+  it('each node logged its start steps in order, so a start that stalls says where', () => {
+    const steps = [/^cluster: connected to NATS$/, /^cluster: directory, leases and changelog ready$/, /^cluster: directory mirrored; taking partitions$/, /^hookline is serving$/];
+    for (const node of cluster.live()) {
+      const messages = node.child.lines.map((line) => (line.startsWith('{') ? String(JSON.parse(line).msg) : ''));
+      const lineOf = steps.map((step) => messages.findIndex((message) => step.test(message)));
+      expect(lineOf.every((index) => index >= 0), `${node.nodeId}: ${lineOf}`).toBe(true);
+      expect([...lineOf].sort((a, b) => a - b)).toEqual(lineOf);
+    }
+  });
+
   it('delivers events for 50 projects spread over the nodes, each exactly once', async () => {
     const owners = await cluster.ownership();
     const ownersOfProjects = new Set(projects.map((project) => owners.get(project.partition)));
