@@ -41,6 +41,9 @@ export interface ClusterStatus {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
+/** Longest a start waits for the directory's entries before serving (the rest are read on demand). */
+const DIRECTORY_MIRROR_WAIT_MS = 10_000;
+
 /**
  * One node of a Hookline cluster: it joins the membership, owns the partitions the coordinator
  * gives it, restores each from the changelog before acting for it, consumes only those partitions'
@@ -137,17 +140,43 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
 
   // Directory: projects and key hashes, shared by every node ----------------------------------
 
+  /**
+   * Mirrors the directory into LMDB, then keeps following it. The start waits until the watch has
+   * brought every entry stored when it began: the one at the stream's last sequence, read after the
+   * watch was made. A watch entry's `delta` (the consumer's pending count) is no such signal: it may
+   * not reach 0 while other nodes write. The wait is bounded, from making the watch on (a start
+   * waiting for this hung silently, twice in full test-suite runs): projects and keys not
+   * mirrored yet are read from the directory on demand, and the watch catches up in the background.
+   */
   private async mirrorDirectory(): Promise<void> {
+    const mirrored = this.followDirectory();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(resolve, DIRECTORY_MIRROR_WAIT_MS, 'late')));
+    try {
+      if ((await Promise.race([mirrored, late])) !== 'late') return;
+    } finally {
+      clearTimeout(timer);
+    }
+    this.logger.warn({ waitedMs: DIRECTORY_MIRROR_WAIT_MS }, 'cluster: the directory watch has not brought every entry yet; starting anyway, projects are read from the directory on demand');
+    mirrored.then(
+      () => this.logger.info({}, 'cluster: directory mirrored'),
+      (error: unknown) => this.logger.warn({ err: error }, 'cluster: the directory watch could not start; projects are read from the directory on demand'),
+    );
+  }
+
+  /** Starts following the directory; resolves once every entry stored at the start is mirrored. */
+  private async followDirectory(): Promise<void> {
     const watch = await this.directory.watch();
     this.directoryWatch = watch;
-    let initialDone: () => void;
+    let initialDone!: () => void;
     const initial = new Promise<void>((resolve) => (initialDone = resolve));
     const status = await this.directory.status();
-    if (status.values === 0) initialDone!();
+    const lastAtStart = status.values === 0 ? 0 : status.streamInfo.state.last_seq;
+    if (lastAtStart === 0) initialDone();
     (async () => {
       for await (const entry of watch) {
         if (entry.operation === 'PUT') await this.applyDirectoryEntry(entry.key, decoder.decode(entry.value));
-        if (entry.delta === 0) initialDone!();
+        if (entry.revision >= lastAtStart) initialDone();
       }
     })().catch((error: unknown) => this.logger.warn({ err: error }, 'directory watch ended'));
     await initial;
