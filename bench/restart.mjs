@@ -7,7 +7,9 @@
 // process's memory then (RssAnon is the anonymous part; RssFile includes LMDB's map).
 //
 //   npm run build && node bench/restart.mjs        BENCH_LIVE [1000000]  BENCH_KEEP=1 keeps the dir
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+//   BENCH_DATA_DIR=<dir>: fill that dir once and restart on it in later runs (A/B of two builds on
+//   the same data; the deliveries fall due an hour after the fill, so a later run fills it again)
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,44 +22,57 @@ const { hashApiKey } = await import(path.join(root, 'dist', 'actors', 'engine.js
 const LIVE = num('BENCH_LIVE', 1_000_000);
 const CHUNK = 20_000;
 const API_KEY = 'hk_bench_restart';
-const dir = mkdtempSync(path.join(tmpdir(), 'hookline-restart-'));
+const reused = process.env.BENCH_DATA_DIR ? path.resolve(process.env.BENCH_DATA_DIR) : null;
+const dir = reused ?? mkdtempSync(path.join(tmpdir(), 'hookline-restart-'));
 const dataDir = path.join(dir, 'data');
 const log = (line) => console.log(`[restart] ${line}`);
+const fillMark = path.join(dir, `filled-${LIVE}.json`);
+const FILL_VALID_MS = 50 * 60_000;
+const filledAt = reused && existsSync(fillMark) ? JSON.parse(readFileSync(fillMark, 'utf8')).at : 0;
+if (Date.now() - filledAt < FILL_VALID_MS) log(`reusing the ${LIVE} live deliveries filled into ${dataDir} at ${new Date(filledAt).toISOString()}`);
+else await fill();
 
-const fillT0 = performance.now();
-const store = new HooklineStore({ path: dataDir });
-const now = Date.now();
-await store.createProject({ id: 'default', name: 'default', createdAt: now }, hashApiKey(API_KEY));
-await store.putWebhook('default', { callbackUrl: 'http://127.0.0.1:9/never', state: 'active', eventTypes: ['service.trigger.event'], createdAt: now, updatedAt: now, secrets: [{ secret: 'whsec_' + Buffer.alloc(24, 7).toString('base64'), createdAt: now, expiresAt: null }], failingSince: null, disabledAt: null, disabledReason: null });
-const pad = eventPadding(1024);
-const hex = (n, width) => n.toString(16).toUpperCase().padStart(width, '0');
-for (let from = 0; from < LIVE; from += CHUNK) {
-  const writes = [];
-  for (let n = from; n < Math.min(LIVE, from + CHUNK); n++) {
-    // Sortable ids in creation order, as the real ones are (time prefix, then a counter).
-    const at = now - LIVE + n;
-    const eventId = `evt_01RESTART${hex(n, 16)}`;
-    const id = `dlv_01RESTART${hex(n, 16)}`;
-    const envelope = Buffer.from(JSON.stringify({ version: 'v1', id: eventId, type: 'service.trigger.event', metadata: {}, data: { n, pad }, timestamp: new Date(at).toISOString().replace('Z', '+00:00') }));
-    const event = { id: eventId, type: 'service.trigger.event', fingerprint: hex(n, 64), envelope, createdAt: at, answer: { id: eventId, deliveryId: id }, deliveryIds: [id] };
-    const delivery = {
-      id, eventId, eventType: 'service.trigger.event', status: 'retrying', attempts: 1, roundAttempts: 1, roundSize: 8,
-      nextAttemptAt: now + 3_600_000, createdAt: at, updatedAt: at + 5,
-      attemptLog: [{ attempt: 1, at: at + 1, statusCode: 500, durationMs: 3, error: 'HTTP 500', errorCode: 'http_status', responseBody: 'internal error' }],
-      transitions: [
-        { from: null, to: 'pending', event: 'CREATED', at },
-        { from: 'pending', to: 'delivering', event: 'START_ATTEMPT', at: at + 1 },
-        { from: 'delivering', to: 'failed', event: 'ATTEMPT_FAILED', at: at + 5 },
-        { from: 'failed', to: 'retrying', event: 'ATTEMPT_FAILED', at: at + 5 },
-      ],
-    };
-    writes.push(store.writeIngest('default', event, delivery));
+async function fill() {
+  if (reused) {
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
   }
-  await Promise.all(writes);
-  if ((from / CHUNK) % 10 === 0) log(`${from + writes.length} written`);
+  const fillT0 = performance.now();
+  const store = new HooklineStore({ path: dataDir });
+  const now = Date.now();
+  await store.createProject({ id: 'default', name: 'default', createdAt: now }, hashApiKey(API_KEY));
+  await store.putWebhook('default', { callbackUrl: 'http://127.0.0.1:9/never', state: 'active', eventTypes: ['service.trigger.event'], createdAt: now, updatedAt: now, secrets: [{ secret: 'whsec_' + Buffer.alloc(24, 7).toString('base64'), createdAt: now, expiresAt: null }], failingSince: null, disabledAt: null, disabledReason: null });
+  const pad = eventPadding(1024);
+  const hex = (n, width) => n.toString(16).toUpperCase().padStart(width, '0');
+  for (let from = 0; from < LIVE; from += CHUNK) {
+    const writes = [];
+    for (let n = from; n < Math.min(LIVE, from + CHUNK); n++) {
+      // Sortable ids in creation order, as the real ones are (time prefix, then a counter).
+      const at = now - LIVE + n;
+      const eventId = `evt_01RESTART${hex(n, 16)}`;
+      const id = `dlv_01RESTART${hex(n, 16)}`;
+      const envelope = Buffer.from(JSON.stringify({ version: 'v1', id: eventId, type: 'service.trigger.event', metadata: {}, data: { n, pad }, timestamp: new Date(at).toISOString().replace('Z', '+00:00') }));
+      const event = { id: eventId, type: 'service.trigger.event', fingerprint: hex(n, 64), envelope, createdAt: at, answer: { id: eventId, deliveryId: id }, deliveryIds: [id] };
+      const delivery = {
+        id, eventId, eventType: 'service.trigger.event', status: 'retrying', attempts: 1, roundAttempts: 1, roundSize: 8,
+        nextAttemptAt: now + 3_600_000, createdAt: at, updatedAt: at + 5,
+        attemptLog: [{ attempt: 1, at: at + 1, statusCode: 500, durationMs: 3, error: 'HTTP 500', errorCode: 'http_status', responseBody: 'internal error' }],
+        transitions: [
+          { from: null, to: 'pending', event: 'CREATED', at },
+          { from: 'pending', to: 'delivering', event: 'START_ATTEMPT', at: at + 1 },
+          { from: 'delivering', to: 'failed', event: 'ATTEMPT_FAILED', at: at + 5 },
+          { from: 'failed', to: 'retrying', event: 'ATTEMPT_FAILED', at: at + 5 },
+        ],
+      };
+      writes.push(store.writeIngest('default', event, delivery));
+    }
+    await Promise.all(writes);
+    if ((from / CHUNK) % 10 === 0) log(`${from + writes.length} written`);
+  }
+  await store.close();
+  log(`filled ${LIVE} live deliveries in ${((performance.now() - fillT0) / 1000).toFixed(1)} s`);
+  if (reused) writeFileSync(fillMark, JSON.stringify({ at: now }));
 }
-await store.close();
-log(`filled ${LIVE} live deliveries in ${((performance.now() - fillT0) / 1000).toFixed(1)} s`);
 
 const port = await freePort();
 const logFile = path.join(dir, 'hookline.log');
@@ -85,6 +100,6 @@ try {
   console.log(`restart_bench live=${LIVE} resumed_s=${resumedS.toFixed(2)} anon_mb=${memory.anonMb.toFixed(1)} peak_anon_mb=${peakAnonMb.toFixed(1)} rss_mb=${memory.rssMb.toFixed(1)}`);
 } finally {
   await stopChild(node, { timeoutMs: 60_000, group: true });
-  if (process.env.BENCH_KEEP) log(`kept ${dir}`);
+  if (process.env.BENCH_KEEP || reused) log(`kept ${dir}`);
   else rmSync(dir, { recursive: true, force: true });
 }

@@ -53,6 +53,8 @@
 //                               under BENCH_QUIET_BUSY [25] % busy (a shared machine); 0 = don't wait
 //   BENCH_KEEP=1                keep temp dirs and logs; BENCH_VERBOSE=1 echoes the peers' output
 //   BENCH_PROFILE_DIR           run every serve process with --cpu-prof, profiles into that dir
+//   BENCH_ALLOC_PROFILE_DIR     sample every serve process's allocations, collected objects included,
+//                               into that dir (bench/engine/allocation-summary.mjs sums them per delivery)
 //   BENCH_STRICT=1              exit 2 when a target is missed (default: exit 0 once it ran)
 // HOOKLINE_* variables in the environment reach the serve processes; the bench sets the data dir,
 // port, host, API key and HOOKLINE_ALLOW_PRIVATE_NETWORKS=1 itself.
@@ -62,7 +64,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { cpuSeconds, freePort, killTree, launch as launchChild, metricValue, nowMs, num, procMemory, request, serveEnv, sleep, stopChild, waitFor } from './lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -270,9 +272,11 @@ async function startHookline(dir, { dataDir, port, extraEnv = {}, logName = 'hoo
   const url = `http://127.0.0.1:${port}`;
   const spawnAt = nowMs();
   const profile = env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(env.BENCH_PROFILE_DIR)}`] : [];
-  const cp = launch(process.execPath, [...profile, SERVE_JS, 'serve'], {
+  const allocations = env.BENCH_ALLOC_PROFILE_DIR ? ['--import', pathToFileURL(path.join(here, 'engine', 'allocation-sampler.mjs')).href] : [];
+  const cp = launch(process.execPath, [...profile, ...allocations, SERVE_JS, 'serve'], {
     extraEnv: {
       ...serveEnv({ dataDir, port, apiKey: API_KEY }),
+      ...(env.BENCH_ALLOC_PROFILE_DIR ? { BENCH_ALLOC_PROFILE_DIR: path.resolve(env.BENCH_ALLOC_PROFILE_DIR) } : {}),
       ...extraEnv,
     },
     logFile: path.join(dir, logName),

@@ -9,7 +9,8 @@ import { AttemptRequests } from './attempt-request.js';
 import { DeliveryWriter } from './delivery-writer.js';
 import { endpointHealthAfter } from './endpoint-health.js';
 import { FifoQueue } from './fifo-queue.js';
-import { lineHead, sortLineById } from './ordered-line.js';
+import { LiveIndex } from './live-index.js';
+import { lineHead } from './ordered-line.js';
 import type { LiveDelivery } from './live-delivery.js';
 import { NO_STEPS, identityOf, liveFromHead } from './live-delivery.js';
 import { decideRetry } from './retry-policy.js';
@@ -42,7 +43,7 @@ const UNRECORDED_START_RETRY_MIN_MS = 100;
 const UNRECORDED_START_RETRY_MAX_MS = 5_000;
 
 export class DeliveryLifecycle {
-  private readonly live = new Map<string, LiveDelivery>();
+  private readonly live = new LiveIndex<LiveDelivery>();
   /** Due deliveries in the order they became due (unordered delivery only). */
   private ready = new FifoQueue<LiveDelivery>();
   /** `fifo`: only the head of the line (ordered-line.ts) is attempted, alone; `ready` is unused. */
@@ -114,18 +115,16 @@ export class DeliveryLifecycle {
 
   /** Takes a committed, non-terminal delivery into memory and onto the ready queue or the scheduler. */
   admit(head: DeliveryHead, envelope: Uint8Array | null): LiveDelivery {
-    return this.admitLive(liveFromHead(head, envelope));
+    const delivery = liveFromHead(head, envelope);
+    this.hold(delivery);
+    this.scheduleOrQueue(delivery);
+    return delivery;
   }
 
-  /** Takes a delivery resumed from LMDB at start into memory (see `admitLive`). */
+  /** Takes a delivery resumed from LMDB at start into memory (see `admit`); cheapest in ascending id order. */
   resume(delivery: LiveDelivery): LiveDelivery {
     this.lineUnsorted = true;
-    return this.admitLive(delivery);
-  }
-
-  /** Takes a delivery made live into memory and onto the ready queue or the scheduler. */
-  admitLive(delivery: LiveDelivery): LiveDelivery {
-    this.hold(delivery);
+    this.hold(delivery, true);
     this.scheduleOrQueue(delivery);
     return delivery;
   }
@@ -172,7 +171,7 @@ export class DeliveryLifecycle {
         queueMicrotask(() => {
           this.lineSortQueued = false;
           this.lineUnsorted = false;
-          sortLineById(this.live);
+          this.live.sortById();
           this.pump();
         });
       }
@@ -326,9 +325,8 @@ export class DeliveryLifecycle {
     this.live.clear();
   }
 
-  private hold(delivery: LiveDelivery): void {
-    if (!this.live.has(delivery.id)) this.deps.liveBudget.count++;
-    this.live.set(delivery.id, delivery);
+  private hold(delivery: LiveDelivery, resumed = false): void {
+    if (resumed ? this.live.resume(delivery) : this.live.set(delivery.id, delivery)) this.deps.liveBudget.count++;
   }
 
   private release(deliveryId: string): void {

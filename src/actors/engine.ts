@@ -44,6 +44,8 @@ export interface EngineOptions {
 const DEFAULT_PROJECT_ID = 'default';
 const PRUNE_INTERVAL_MS = 10 * 60_000;
 const PRUNE_BATCH = 10_000;
+/** The statuses a restart resumes. */
+const LIVE_STATUSES: readonly DeliveryStatus[] = ['pending', 'delivering', 'retrying'];
 
 const silentLogger: Logger = { info() {}, warn() {}, error() {} };
 
@@ -254,21 +256,19 @@ export class Engine implements BatchEventSink {
 
   // Start, retention, stop ----------------------------------------------------------------------
 
-  /** Resumes the live deliveries of every stored project matching `owns`; returns how many. */
+  /** Resumes the live deliveries of every stored project matching `owns` (their ids ascending, see live-index.ts); returns how many. */
   resumeProjects(owns: (projectId: string) => boolean): number {
     let resumed = 0;
     for (const project of this.store.allProjects()) {
       if (!owns(project.id)) continue;
-      for (const status of ['pending', 'delivering', 'retrying'] as const) {
-        // The status index alone, in key order: no head or log is read (1,000,000 live resume in seconds).
-        for (const { id, schedule } of this.store.deliverySchedules(project.id, status)) {
-          this.actorFor(project.id).restore(id, status, schedule);
-          resumed++;
-        }
-        for (const { id, schedule } of this.store.deliverySchedules(operationalStoreId(project.id), status)) {
-          this.actorFor(project.id).restoreOperational(id, status, schedule);
-          resumed++;
-        }
+      // The status index alone, in id order: no head or log is read (1,000,000 live resume in seconds).
+      for (const { id, status, schedule } of this.store.deliverySchedulesById(project.id, LIVE_STATUSES)) {
+        this.actorFor(project.id).restore(id, status, schedule);
+        resumed++;
+      }
+      for (const { id, status, schedule } of this.store.deliverySchedulesById(operationalStoreId(project.id), LIVE_STATUSES)) {
+        this.actorFor(project.id).restoreOperational(id, status, schedule);
+        resumed++;
       }
     }
     if (resumed > 0) this.logger.info({ resumed }, 'resumed live deliveries from LMDB');

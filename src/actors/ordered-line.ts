@@ -2,25 +2,15 @@ import { isTerminalDelivery } from '../machines/index.js';
 import type { LiveDelivery } from './live-delivery.js';
 
 /**
- * Ordered (`fifo`) delivery keeps a project's live deliveries in a line: the map of live deliveries
- * in the order they were taken in (ingest order; a redriven, retried or replayed delivery joins at
+ * Ordered (`fifo`) delivery keeps a project's live deliveries in a line: the live deliveries
+ * (live-index.ts) in the order they were taken in (ingest order; a redriven, retried or replayed delivery joins at
  * the tail). Only the head, the first one not yet terminal, may be attempted, alone.
  */
 
 /** The first live delivery that is not terminal (terminal ones stay until their last step is stored). */
-export function lineHead(live: ReadonlyMap<string, LiveDelivery>): LiveDelivery | undefined {
+export function lineHead(live: { values(): Iterable<LiveDelivery> }): LiveDelivery | undefined {
   for (const delivery of live.values()) if (!isTerminalDelivery(delivery.status)) return delivery;
   return undefined;
-}
-
-/**
- * Puts deliveries resumed from LMDB back in ingest order: by id, which the actor makes strictly
- * increasing (`nextDeliveryId`). Map order is insertion order, so the map is refilled.
- */
-export function sortLineById(live: Map<string, LiveDelivery>): void {
-  const entries = [...live.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  live.clear();
-  for (const [id, delivery] of entries) live.set(id, delivery);
 }
 
 const ID_ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';

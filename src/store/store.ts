@@ -14,6 +14,13 @@ import type { DeliveryChange, DeliveryHead, DeliveryRecord, DeliverySchedule, Ev
 type ProjectKey = [projectId: string, id: string];
 type StatusKey = [projectId: string, status: DeliveryStatus, deliveryId: string];
 
+/** A live delivery as the status index tells it: enough to resume it (`deliverySchedulesById`). */
+export interface LiveSchedule {
+  readonly id: string;
+  readonly status: DeliveryStatus;
+  readonly schedule: DeliverySchedule;
+}
+
 export interface StoreOptions {
   /** Directory of the LMDB environment; created if missing. */
   path: string;
@@ -404,11 +411,31 @@ export class HooklineStore {
     await this.replicator?.deliverySteps(projectId, deliveryId, changes);
   }
 
-  /** The deliveries of one project in one status with their schedules, read from the status index alone (a restart). */
-  *deliverySchedules(projectId: string, status: DeliveryStatus): Generator<{ id: string; schedule: DeliverySchedule }> {
-    for (const { key, value } of this.deliveriesByStatus.getRange({ start: [projectId, status, ''], end: [projectId, status, '\uffff'] })) {
-      yield { id: key[2], schedule: value };
+  /**
+   * Every delivery of the project in one of `statuses`, with its status and schedule (the status
+   * index alone: no head or log is read), in ascending id order: a merge of each status's range,
+   * the order a restart takes them in, which costs least to hold (src/actors/live-index.ts).
+   */
+  *deliverySchedulesById(projectId: string, statuses: readonly DeliveryStatus[]): Generator<LiveSchedule> {
+    const ranges = statuses.map((status) => this.schedulesIn(projectId, status));
+    const heads = ranges.map((range) => range.next().value);
+    for (;;) {
+      let lowest = -1;
+      for (let index = 0; index < heads.length; index++) {
+        const head = heads[index];
+        if (head && (lowest < 0 || head.id < heads[lowest]!.id)) lowest = index;
+      }
+      if (lowest < 0) return;
+      yield heads[lowest]!;
+      heads[lowest] = ranges[lowest]!.next().value;
     }
+  }
+
+  private *schedulesIn(projectId: string, status: DeliveryStatus): Generator<LiveSchedule, undefined> {
+    for (const { key, value } of this.deliveriesByStatus.getRange({ start: [projectId, status, ''], end: [projectId, status, '\uffff'] })) {
+      yield { id: key[2], status, schedule: value };
+    }
+    return undefined;
   }
 
   /** Delivery ids of one project in one status, newest first, optionally within [fromId, toId). */

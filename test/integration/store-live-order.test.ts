@@ -1,0 +1,51 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { DeliveryStatus } from '../../src/machines/index.js';
+import type { DeliveryRecord, EventRecord } from '../../src/store/records.js';
+import { HooklineStore } from '../../src/store/store.js';
+import { testDataDir } from '../helpers/temp-dir.js';
+
+/**
+ * A restart takes each project's live deliveries in ascending id order across their statuses
+ * (`deliverySchedulesById`), the order the live index holds cheapest (src/actors/live-index.ts).
+ */
+
+const STATUSES: DeliveryStatus[] = ['pending', 'delivering', 'retrying', 'succeeded', 'dead_lettered'];
+const LIVE: DeliveryStatus[] = ['pending', 'delivering', 'retrying'];
+
+function records(n: number, status: DeliveryStatus, at: number): { event: EventRecord; delivery: DeliveryRecord } {
+  const id = `dlv_${n.toString().padStart(8, '0')}`;
+  const eventId = `evt_${n}`;
+  const delivery: DeliveryRecord = {
+    id, eventId, eventType: 'service.trigger.event', status, attempts: 0, roundAttempts: 0, roundSize: 3,
+    nextAttemptAt: status === 'pending' || status === 'retrying' ? at + n : null, createdAt: at, updatedAt: at,
+    attemptLog: [], transitions: [{ from: null, to: 'pending', event: 'CREATED', at }],
+  };
+  const event: EventRecord = { id: eventId, type: 'service.trigger.event', fingerprint: '~', envelope: Buffer.from('{}'), createdAt: at, answer: { id: eventId, deliveryId: id }, deliveryIds: [id] };
+  return { event, delivery };
+}
+
+describe('HooklineStore.deliverySchedulesById', () => {
+  it('gives every live delivery of the project once, with its status and due time, in ascending id order (seeded)', async () => {
+    const store = new HooklineStore({ path: testDataDir() });
+    try {
+      let run = 0;
+      await fc.assert(
+        fc.asyncProperty(fc.array(fc.constantFrom(...STATUSES), { maxLength: 40 }), async (statuses) => {
+          const projectId = `prj_${run++}`;
+          const at = 1_790_000_000_000;
+          // Written in a shuffled order, so the index order is the store's, not the writes'.
+          const order = statuses.map((status, n) => ({ status, n })).sort((a, b) => ((a.n * 7919) % 41) - ((b.n * 7919) % 41));
+          await Promise.all(order.map(({ status, n }) => { const { event, delivery } = records(n, status, at); return store.writeIngest(projectId, event, delivery); }));
+          const got = [...store.deliverySchedulesById(projectId, LIVE)];
+          const expected = statuses.map((status, n) => ({ status, n })).filter(({ status }) => LIVE.includes(status));
+          expect(got.map(({ id, status }) => ({ id, status }))).toEqual(expected.map(({ status, n }) => ({ id: `dlv_${n.toString().padStart(8, '0')}`, status })));
+          for (const { id, schedule, status } of got) expect(schedule[0]).toBe(status === 'delivering' ? null : at + Number(id.slice(4)));
+        }),
+        { seed: 2512, numRuns: 40 },
+      );
+    } finally {
+      await store.close();
+    }
+  });
+});
