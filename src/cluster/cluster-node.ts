@@ -133,27 +133,28 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
     this.engine = engine;
     this.handleForwarded = handle;
     const started = Date.now();
-    await this.mirrorDirectory();
-    this.logger.info({ ms: Date.now() - started }, 'cluster: directory mirrored; taking partitions');
+    const mirrored = await this.mirrorDirectory();
+    this.logger.info({ ms: Date.now() - started }, mirrored ? 'cluster: directory mirrored; taking partitions' : 'cluster: taking partitions; the directory is still being mirrored');
     await this.coordinator.start();
   }
 
   // Directory: projects and key hashes, shared by every node ----------------------------------
 
   /**
-   * Mirrors the directory into LMDB, then keeps following it. The start waits until the watch has
-   * brought every entry stored when it began: the one at the stream's last sequence, read after the
-   * watch was made. A watch entry's `delta` (the consumer's pending count) is no such signal: it may
-   * not reach 0 while other nodes write. The wait is bounded, from making the watch on (a start
-   * waiting for this hung silently, twice in full test-suite runs): projects and keys not
-   * mirrored yet are read from the directory on demand, and the watch catches up in the background.
+   * Mirrors the directory into LMDB, then keeps following it; false when the start goes on before
+   * the mirror is complete. The start waits until the watch has brought every entry stored when it
+   * began: the one at the stream's last sequence, read after the watch was made. A watch entry's
+   * `delta` (the consumer's pending count) is no such signal: it may not reach 0 while other nodes
+   * write. The wait is bounded, from making the watch on (a start waiting here hung silently, twice
+   * in full test-suite runs): projects and keys not mirrored yet are read from the directory on
+   * demand, and the watch catches up in the background.
    */
-  private async mirrorDirectory(): Promise<void> {
+  private async mirrorDirectory(): Promise<boolean> {
     const mirrored = this.followDirectory();
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<'late'>((resolve) => (timer = setTimeout(resolve, DIRECTORY_MIRROR_WAIT_MS, 'late')));
     try {
-      if ((await Promise.race([mirrored, late])) !== 'late') return;
+      if ((await Promise.race([mirrored, late])) !== 'late') return true;
     } finally {
       clearTimeout(timer);
     }
@@ -162,6 +163,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
       () => this.logger.info({}, 'cluster: directory mirrored'),
       (error: unknown) => this.logger.warn({ err: error }, 'cluster: the directory watch could not start; projects are read from the directory on demand'),
     );
+    return false;
   }
 
   /** Starts following the directory; resolves once every entry stored at the start is mirrored. */
