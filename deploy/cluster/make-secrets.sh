@@ -45,7 +45,9 @@ issue nats-server nats serverAuth,clientAuth "$sans"
 issue hookline-client hookline clientAuth ""
 rm -f ca.srl
 
-password="$(openssl rand -hex 24)"
+# Letters first: nats.conf reads $HOOKLINE_NATS_PASSWORD as a config value, and one starting with
+# digits parses as a number (5e3… as an exponent, 5m… as a size) and stops the servers.
+password="hl$(openssl rand -hex 24)"
 admin_key="$(openssl rand -hex 24)"
 cat >.env <<ENV
 # Made by make-secrets.sh; read by deploy/cluster/compose.yaml (docker compose --env-file).
