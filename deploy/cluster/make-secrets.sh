@@ -46,7 +46,7 @@ issue hookline-client hookline clientAuth ""
 rm -f ca.srl
 
 # Letters first: nats.conf reads $HOOKLINE_NATS_PASSWORD as a config value, and one starting with
-# digits parses as a number (5e3… as an exponent, 5m… as a size) and stops the servers.
+# digits can parse as a number (5e3… as an exponent, all digits as an integer) and stop the servers.
 password="hl$(openssl rand -hex 24)"
 admin_key="$(openssl rand -hex 24)"
 cat >.env <<ENV
