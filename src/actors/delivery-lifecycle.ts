@@ -141,7 +141,7 @@ export class DeliveryLifecycle {
     if (delivery.status !== 'pending' && delivery.status !== 'retrying') return;
     const dueAt = delivery.nextAttemptAt ?? 0;
     if (dueAt <= this.deps.clock.now()) this.enqueue(delivery);
-    else this.deps.scheduler.schedule({ dueAt, projectId: this.projectId, deliveryId: delivery.id });
+    else this.deps.scheduler.schedule(dueAt, this.projectId, delivery.id);
   }
 
   private enqueue(delivery: LiveDelivery): void {

@@ -262,14 +262,16 @@ export class Engine implements BatchEventSink {
     for (const project of this.store.allProjects()) {
       if (!owns(project.id)) continue;
       // The status index alone, in id order: no head or log is read (1,000,000 live resume in seconds).
-      for (const { id, status, schedule } of this.store.deliverySchedulesById(project.id, LIVE_STATUSES)) {
-        this.actorFor(project.id).restore(id, status, schedule);
+      // Made at the first live delivery: a project with none gets no actor until it is used.
+      let actor: ProjectActor | undefined;
+      this.store.forEachScheduleById(project.id, LIVE_STATUSES, (id, status, schedule) => {
+        (actor ??= this.actorFor(project.id)).restore(id, status, schedule);
         resumed++;
-      }
-      for (const { id, status, schedule } of this.store.deliverySchedulesById(operationalStoreId(project.id), LIVE_STATUSES)) {
-        this.actorFor(project.id).restoreOperational(id, status, schedule);
+      });
+      this.store.forEachScheduleById(operationalStoreId(project.id), LIVE_STATUSES, (id, status, schedule) => {
+        (actor ??= this.actorFor(project.id)).restoreOperational(id, status, schedule);
         resumed++;
-      }
+      });
     }
     if (resumed > 0) this.logger.info({ resumed }, 'resumed live deliveries from LMDB');
     return resumed;

@@ -47,12 +47,16 @@ export const NO_STEPS: UnwrittenStep[] = Object.freeze([]) as unknown as Unwritt
  * have the same few): a step replaces a delivery's counters, never changes them in place.
  */
 const sharedCounters = new Map<string, Readonly<DeliveryCounters>>();
+/** The counters returned last: a restart resumes runs of deliveries with the same ones, and the map's key is a new string each call. */
+let lastCounters: Readonly<DeliveryCounters> | null = null;
 
 function countersOf(attempts: number, roundAttempts: number, maxAttempts: number): DeliveryCounters {
+  const last = lastCounters;
+  if (last !== null && last.attempts === attempts && last.roundAttempts === roundAttempts && last.maxAttempts === maxAttempts) return last;
   const key = `${attempts}/${roundAttempts}/${maxAttempts}`;
   let counters = sharedCounters.get(key);
   if (!counters) sharedCounters.set(key, (counters = Object.freeze({ attempts, roundAttempts, maxAttempts })));
-  return counters;
+  return (lastCounters = counters);
 }
 
 /** A stored delivery as held in memory. */

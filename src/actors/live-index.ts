@@ -30,10 +30,6 @@ export class LiveIndex<T extends { readonly id: string }> {
     return index < 0 ? undefined : this.resumedItems[index];
   }
 
-  has(id: string): boolean {
-    return this.get(id) !== undefined;
-  }
-
   /** Holds `item` under `id`: in place when held already, else at the end. True when it was not held. */
   set(id: string, item: T): boolean {
     if (this.resumedLive > 0 && !this.recent.has(id)) {

@@ -22,7 +22,7 @@ import { HooklineError } from '../errors.js';
  * Where a retried setup step is reported: a node that keeps retrying is otherwise silent for up to
  * `SETUP_DEADLINE_MS` a step, and a start that seems to hang must say which step it waits on.
  */
-export type SetupLog = Pick<Logger, 'warn'> | undefined;
+export type SetupLog = Pick<Logger, 'warn'>;
 
 /** How long creating one stream or bucket may keep retrying. */
 export const SETUP_DEADLINE_MS = 30_000;
@@ -60,7 +60,7 @@ function isNotFound(error: unknown): boolean {
   return code === 10059 || code === 10014 || /(stream|consumer) not found/i.test(String(message));
 }
 
-async function retrying<T>(what: string, attempt: () => Promise<T>, log: SetupLog): Promise<T> {
+async function retrying<T>(what: string, attempt: () => Promise<T>, log: SetupLog | undefined): Promise<T> {
   const started = Date.now();
   for (let tries = 0; ; tries++) {
     try {
@@ -101,7 +101,7 @@ export function reachJetStream(connection: NatsConnection, log?: SetupLog): Prom
  * cluster just started) may have none for a moment: its first write then meets "no responders",
  * which nats.js reports as "jetstream is not enabled". Waits for the leader, as long as a setup may.
  */
-async function withLeader(manager: JetStreamManager, stream: string, info: StreamInfo, log: SetupLog): Promise<StreamInfo> {
+async function withLeader(manager: JetStreamManager, stream: string, info: StreamInfo, log: SetupLog | undefined): Promise<StreamInfo> {
   const deadline = Date.now() + SETUP_DEADLINE_MS;
   let current = info;
   while ((current.config.num_replicas || 1) > 1 && !current.cluster?.leader) {

@@ -1,13 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { DeliveryStatus } from '../../src/machines/index.js';
-import type { DeliveryRecord, EventRecord } from '../../src/store/records.js';
+import type { DeliveryRecord, DeliverySchedule, EventRecord } from '../../src/store/records.js';
 import { HooklineStore } from '../../src/store/store.js';
 import { testDataDir } from '../helpers/temp-dir.js';
 
 /**
  * A restart takes each project's live deliveries in ascending id order across their statuses
- * (`deliverySchedulesById`), the order the live index holds cheapest (src/actors/live-index.ts).
+ * (`forEachScheduleById`), the order the live index holds cheapest (src/actors/live-index.ts).
  */
 
 const STATUSES: DeliveryStatus[] = ['pending', 'delivering', 'retrying', 'succeeded', 'dead_lettered'];
@@ -25,7 +25,7 @@ function records(n: number, status: DeliveryStatus, at: number): { event: EventR
   return { event, delivery };
 }
 
-describe('HooklineStore.deliverySchedulesById', () => {
+describe('HooklineStore.forEachScheduleById', () => {
   it('gives every live delivery of the project once, with its status and due time, in ascending id order (seeded)', async () => {
     const store = new HooklineStore({ path: testDataDir() });
     try {
@@ -37,7 +37,8 @@ describe('HooklineStore.deliverySchedulesById', () => {
           // Written in a shuffled order, so the index order is the store's, not the writes'.
           const order = statuses.map((status, n) => ({ status, n })).sort((a, b) => ((a.n * 7919) % 41) - ((b.n * 7919) % 41));
           await Promise.all(order.map(({ status, n }) => { const { event, delivery } = records(n, status, at); return store.writeIngest(projectId, event, delivery); }));
-          const got = [...store.deliverySchedulesById(projectId, LIVE)];
+          const got: Array<{ id: string; status: DeliveryStatus; schedule: DeliverySchedule }> = [];
+          store.forEachScheduleById(projectId, LIVE, (id, status, schedule) => got.push({ id, status, schedule }));
           const expected = statuses.map((status, n) => ({ status, n })).filter(({ status }) => LIVE.includes(status));
           expect(got.map(({ id, status }) => ({ id, status }))).toEqual(expected.map(({ status, n }) => ({ id: `dlv_${n.toString().padStart(8, '0')}`, status })));
           for (const { id, schedule, status } of got) expect(schedule[0]).toBe(status === 'delivering' ? null : at + Number(id.slice(4)));

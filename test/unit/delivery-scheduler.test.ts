@@ -5,16 +5,22 @@ import type { DueEntry } from '../../src/actors/delivery-scheduler.js';
 import { ManualClock } from '../helpers/manual-clock.js';
 
 describe('DeliveryScheduler', () => {
-  it('fires every entry once, in due order, only when its time has come', () => {
+  it('fires every entry once, in due order, only when its time has come, with its own project and delivery', () => {
     fc.assert(
       fc.property(fc.array(fc.integer({ min: 0, max: 200_000 }), { maxLength: 200 }), fc.integer({ min: 1, max: 50_000 }), (delays, step) => {
         const clock = new ManualClock();
         const start = clock.now();
         const fired: Array<{ entry: DueEntry; at: number }> = [];
         const scheduler = new DeliveryScheduler(clock, (entry) => fired.push({ entry, at: clock.now() }));
-        delays.forEach((delay, index) => scheduler.schedule({ dueAt: start + delay, projectId: 'p', deliveryId: String(index) }));
+        delays.forEach((delay, index) => scheduler.schedule(start + delay, `p${index % 3}`, String(index)));
         for (let elapsed = 0; elapsed <= 200_000 + step; elapsed += step) clock.advance(step);
         expect(fired).toHaveLength(delays.length);
+        // The heap keeps due time, project and delivery in parallel arrays: each must stay with its own.
+        expect(fired.map(({ entry }) => entry.deliveryId).sort()).toEqual(delays.map((_, index) => String(index)).sort());
+        for (const { entry } of fired) {
+          const index = Number(entry.deliveryId);
+          expect(entry).toEqual({ dueAt: start + delays[index]!, projectId: `p${index % 3}`, deliveryId: entry.deliveryId });
+        }
         for (const { entry, at } of fired) expect(at).toBeGreaterThanOrEqual(entry.dueAt);
         const dueTimes = fired.map(({ entry }) => entry.dueAt);
         expect(dueTimes).toEqual([...dueTimes].sort((a, b) => a - b));
@@ -28,8 +34,8 @@ describe('DeliveryScheduler', () => {
     const clock = new ManualClock();
     const fired: string[] = [];
     const scheduler = new DeliveryScheduler(clock, (entry) => fired.push(entry.deliveryId));
-    scheduler.schedule({ dueAt: clock.now() + 10_000, projectId: 'p', deliveryId: 'late' });
-    scheduler.schedule({ dueAt: clock.now() + 100, projectId: 'p', deliveryId: 'early' });
+    scheduler.schedule(clock.now() + 10_000, 'p', 'late');
+    scheduler.schedule(clock.now() + 100, 'p', 'early');
     clock.advance(100);
     expect(fired).toEqual(['early']);
     clock.advance(9_900);
@@ -40,7 +46,7 @@ describe('DeliveryScheduler', () => {
     const clock = new ManualClock();
     const fired: string[] = [];
     const scheduler = new DeliveryScheduler(clock, (entry) => fired.push(entry.deliveryId));
-    scheduler.schedule({ dueAt: clock.now() + 10 * 3600_000, projectId: 'p', deliveryId: 'ten-hours' });
+    scheduler.schedule(clock.now() + 10 * 3600_000, 'p', 'ten-hours');
     clock.advance(10 * 3600_000 - 1);
     expect(fired).toEqual([]);
     clock.advance(1);
@@ -51,7 +57,7 @@ describe('DeliveryScheduler', () => {
     const clock = new ManualClock();
     const fired: string[] = [];
     const scheduler = new DeliveryScheduler(clock, (entry) => fired.push(entry.deliveryId));
-    scheduler.schedule({ dueAt: clock.now() + 5, projectId: 'p', deliveryId: 'x' });
+    scheduler.schedule(clock.now() + 5, 'p', 'x');
     scheduler.stop();
     clock.advance(10);
     expect(fired).toEqual([]);
