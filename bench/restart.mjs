@@ -9,11 +9,12 @@
 //   npm run build && node bench/restart.mjs        BENCH_LIVE [1000000]  BENCH_KEEP=1 keeps the dir
 //   BENCH_DATA_DIR=<dir>: fill that dir once and restart on it in later runs (A/B of two builds on
 //   the same data; the deliveries fall due an hour after the fill, so a later run fills it again)
+//   BENCH_NODE_ARGS="--trace-gc ...": node options for the serve process (its output goes to hookline.log)
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { eventPadding, freePort, launch, metricValue, nowMs, num, procMemory, request, stopChild, waitFor } from './lib.mjs';
+import { cpuSeconds, eventPadding, freePort, launch, metricValue, nowMs, num, procMemory, request, stopChild, waitFor } from './lib.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { HooklineStore } = await import(path.join(root, 'dist', 'store', 'store.js'));
@@ -77,8 +78,10 @@ async function fill() {
 const port = await freePort();
 const logFile = path.join(dir, 'hookline.log');
 const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`] : [];
+// Not NODE_OPTIONS: it refuses some of the options worth having here (--trace-gc).
+const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const spawnAt = nowMs();
-const node = launch(process.execPath, [...profile, path.join(root, 'dist', 'cli', 'main.js'), 'serve'], {
+const node = launch(process.execPath, [...profile, ...nodeArgs, path.join(root, 'dist', 'cli', 'main.js'), 'serve'], {
   extraEnv: { HOOKLINE_DATA_DIR: dataDir, HOOKLINE_PORT: String(port), HOOKLINE_HOST: '127.0.0.1', HOOKLINE_API_KEY: API_KEY, HOOKLINE_ALLOW_PRIVATE_NETWORKS: '1', HOOKLINE_MAX_LIVE_DELIVERIES: String(LIVE + 1000) },
   logFile,
   detached: true,
@@ -92,12 +95,14 @@ try {
     return value >= LIVE ? value : 0;
   }, { timeoutMs: 300_000, intervalMs: 10, child: node });
   const resumedS = (nowMs() - spawnAt) / 1000;
+  // CPU time is steadier than wall time on a shared host: compare builds by it.
+  const cpuS = cpuSeconds(node.pid);
   const memory = procMemory(node.pid);
   const line = readFileSync(logFile, 'utf8').split('\n').find((l) => l.includes('resumed live deliveries from LMDB'));
   const logged = line ? JSON.parse(line) : null;
-  log(`spawn -> /metrics shows ${live} live: ${resumedS.toFixed(2)} s${logged ? `; 'resumed' logged at ${((logged.time - spawnAt) / 1000).toFixed(2)} s (resumed=${logged.resumed})` : ''}`);
+  log(`spawn -> /metrics shows ${live} live: ${resumedS.toFixed(2)} s (process CPU ${cpuS.toFixed(2)} s)${logged ? `; 'resumed' logged at ${((logged.time - spawnAt) / 1000).toFixed(2)} s (resumed=${logged.resumed})` : ''}`);
   log(`memory then: RssAnon ${memory.anonMb.toFixed(1)} MB (highest seen while resuming ${peakAnonMb.toFixed(1)} MB), RssFile ${memory.fileMb.toFixed(1)} MB, VmRSS ${memory.rssMb.toFixed(1)} MB, VmHWM ${memory.hwmMb.toFixed(1)} MB`);
-  console.log(`restart_bench live=${LIVE} resumed_s=${resumedS.toFixed(2)} anon_mb=${memory.anonMb.toFixed(1)} peak_anon_mb=${peakAnonMb.toFixed(1)} rss_mb=${memory.rssMb.toFixed(1)}`);
+  console.log(`restart_bench live=${LIVE} resumed_s=${resumedS.toFixed(2)} cpu_s=${cpuS.toFixed(2)} anon_mb=${memory.anonMb.toFixed(1)} peak_anon_mb=${peakAnonMb.toFixed(1)} rss_mb=${memory.rssMb.toFixed(1)}`);
 } finally {
   await stopChild(node, { timeoutMs: 60_000, group: true });
   if (process.env.BENCH_KEEP || reused) log(`kept ${dir}`);
