@@ -86,9 +86,7 @@ export class DeliveryScheduler {
 
   /** Copies the entry at `from` into the slot `to`. */
   private move(from: number, to: number): void {
-    this.dueAts[to] = this.dueAts[from]!;
-    this.projectIds[to] = this.projectIds[from]!;
-    this.deliveryIds[to] = this.deliveryIds[from]!;
+    this.place(to, this.dueAts[from]!, this.projectIds[from]!, this.deliveryIds[from]!);
   }
 
   private siftUp(index: number): void {
