@@ -9,9 +9,6 @@ import type { NodeReadiness } from './http/server.js';
 import { checkListenAddress, listenError } from './http/listen-address.js';
 import { claimDataDir } from './store/data-dir.js';
 import { EmbeddedTransport } from './transport/embedded.js';
-import { NatsTransport } from './transport/nats.js';
-import { natsAccess } from './transport/nats-access.js';
-import { ClusterNode } from './cluster/cluster-node.js';
 import { FORWARDED_HEADER } from './cluster/rpc.js';
 import type { ForwardedReply, ForwardedRequest } from './cluster/rpc.js';
 
@@ -73,6 +70,8 @@ async function startSingleNode(settings: Settings, options: StartOptions, logger
   const embedded = new EmbeddedTransport();
   const transports = [embedded, ...(options.transports ?? [])];
   if (settings.natsUrl) {
+    // Loaded only when NATS is configured: the NATS client is a tenth of a second of every start.
+    const [{ NatsTransport }, { natsAccess }] = await Promise.all([import('./transport/nats.js'), import('./transport/nats-access.js')]);
     const nats = new NatsTransport({ servers: settings.natsUrl, access: natsAccess(settings), replicas: settings.natsReplicas, stream: settings.natsStream, subjectPrefix: settings.natsSubjectPrefix, durable: settings.natsDurable, logger });
     await nats.connect();
     transports.push(nats);
@@ -94,6 +93,7 @@ async function startSingleNode(settings: Settings, options: StartOptions, logger
  * nothing until the coordinator gives it partitions, then the API, which forwards other nodes' calls.
  */
 async function startClusterNode(settings: Settings, options: StartOptions, logger: PinoLogger): Promise<Hookline> {
+  const { ClusterNode } = await import('./cluster/cluster-node.js');
   const cluster = new ClusterNode(settings, { nodeId: settings.nodeId, partitions: settings.partitions, leaseMs: settings.leaseMs }, logger);
   await cluster.connect();
   const embedded = new EmbeddedTransport();

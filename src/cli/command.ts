@@ -1,7 +1,6 @@
-/** One `hookline <name>` command. `run` gets the arguments after the name and returns the exit code. */
+/** One `hookline <name>` command (its summary is in the overview's list, src/cli/program.ts). `run` gets the arguments after the name and returns the exit code. */
 export interface CliCommand {
   name: string;
-  summary: string;
   /** Full help text shown by `hookline <name> --help`. */
   help: string;
   run(args: string[]): Promise<number>;

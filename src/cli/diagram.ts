@@ -38,7 +38,6 @@ const SCHEMA = z.object({
 export function createDiagramCommand(io: CliIo = processIo()): CliCommand {
   return defineCommand(io, {
     name: 'diagram',
-    summary: 'state diagrams of the machines (Mermaid, DOT or SVG), from their definitions',
     help: HELP,
     flags: FLAGS,
     schema: () => SCHEMA,

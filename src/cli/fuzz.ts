@@ -154,7 +154,7 @@ async function apiCorpus(io: CliIo, url: string, apiKey: string): Promise<Uint8A
 
 /** `hookline fuzz`, talking to `io` (the process by default). */
 export function createFuzzCommand(io: CliIo = processIo()): CliCommand {
-  const command = { name: 'fuzz', summary: 'fuzz a webhook receiver with valid and forged signed deliveries, and measure its edges', help: HELP };
+  const command = { name: 'fuzz', help: HELP };
   return commandWithHelp(io, command, async (args) => {
     // The old flag judged a 2xx to a repeat as a failure, which is backwards for at-least-once delivery.
     if (args.includes('--strict-replay')) return usageProblem(io, 'fuzz', ['--strict-replay is gone: a repeated webhook-id must now get a 2xx, as at-least-once delivery needs; --expect-duplicate any accepts any answer']);

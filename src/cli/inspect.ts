@@ -51,7 +51,6 @@ function schema(io: CliIo) {
 export function createInspectCommand(io: CliIo = processIo()): CliCommand {
   return defineCommand(io, {
     name: 'inspect',
-    summary: "a delivery's path (its transitions) and the state machine's edges it took",
     help: HELP,
     flags: FLAGS,
     schema: () => schema(io),

@@ -71,7 +71,7 @@ async function list(io: CliIo, dataDir: string): Promise<number> {
 
 /** `hookline keys`, talking to `io` (the process by default). */
 export function createKeysCommand(io: CliIo = processIo()): CliCommand {
-  const command = { name: 'keys', summary: 'create API keys, and list the projects, in the local data directory', help: HELP };
+  const command = { name: 'keys', help: HELP };
   return commandWithHelp(io, command, async ([subcommand, ...rest]) => {
     if (subcommand === 'create') return runParsed(io, 'keys create', rest, { project: { type: 'string' } }, CREATE_SCHEMA, (options) => create(io, options));
     if (subcommand === 'list') return runParsed(io, 'keys list', rest, { 'data-dir': { type: 'string' } }, listSchema(io), (options) => list(io, options['data-dir']));

@@ -150,7 +150,6 @@ function publisherAccess(io: CliIo, natsUrl: string): NatsAccess {
 export function createPublishCommand(io: CliIo = processIo()): CliCommand {
   return defineCommand(io, {
     name: 'publish',
-    summary: "publish one event to Hookline over NATS JetStream and wait for Hookline's verdict",
     help: HELP,
     flags: FLAGS,
     schema: () => schema(io),

@@ -74,7 +74,6 @@ function formatDelivery(delivery: ReceivedDelivery, full: boolean): string {
 export function createReceiveCommand(io: CliIo = processIo()): CliCommand {
   return defineCommand(io, {
     name: 'receive',
-    summary: 'a local receiver that verifies and prints each delivery',
     help: HELP,
     flags: FLAGS,
     schema: () => schema(io),

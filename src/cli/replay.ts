@@ -129,7 +129,6 @@ function schema(io: CliIo, nowMs: number) {
 export function createReplayCommand(io: CliIo = processIo()): CliCommand {
   return defineCommand(io, {
     name: 'replay',
-    summary: "re-send stored events to another target (e.g. staging), signed with its secret",
     help: HELP,
     flags: FLAGS,
     schema: () => schema(io, Date.now()),

@@ -9,7 +9,6 @@ import { wantsHelp } from './command.js';
 
 export const serveCommand: CliCommand = {
   name: 'serve',
-  summary: 'run the webhook delivery service (what `npm start` runs)',
   help: `Usage: hookline serve [--cluster]
 
 Runs Hookline on the settings in the environment (see the README for every variable):

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { describeFailure, runCli } from '../../src/cli/program.js';
+import { COMMANDS, describeFailure, runCli } from '../../src/cli/program.js';
 import { ensureBuilt } from '../helpers/child-node.js';
 import { captureIo } from '../helpers/cli.js';
 import { ADMIN_KEY, startTestHookline } from '../helpers/hookline.js';
@@ -28,6 +28,15 @@ describe('hookline', () => {
     const overview = captureIo();
     expect(await runCli(['--help'], overview)).toBe(0);
     expect(overview.out()).toContain('"hookline --version" prints the version');
+  });
+
+  it('each command listed in the overview loads the command of its name', async () => {
+    // The overview's list names each command without loading its module: a wrong loader would run another command.
+    for (const entry of COMMANDS) {
+      const command = await entry.load(captureIo());
+      expect(command.name).toBe(entry.name);
+      expect(command.help).toContain(`hookline ${entry.name}`);
+    }
   });
 
   it('keys list shows each project with its creation time and key count, never a key, beside a running node', async () => {
