@@ -1,15 +1,16 @@
 /**
  * Outbound webhook POSTs. One keep-alive undici `Pool` per receiver origin, made on first use.
  * `send` never throws: every way an attempt can end becomes an `AttemptOutcome` whose `errorCode`
- * the retry policy and the logs can branch on. Redirects are never followed (undici's `request`
+ * the retry policy and the logs can branch on. Redirects are never followed (undici's `dispatch`
  * does not follow them unless a redirect interceptor is installed, and none is).
  */
 import { lookup as dnsLookup } from 'node:dns';
-import { EventEmitter } from 'node:events';
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import { isIP } from 'node:net';
 import { Pool } from 'undici';
+import type { Dispatcher } from 'undici';
 import { FixedDelayTimers } from '../fixed-delay-timers.js';
+import type { TimerEntry } from '../fixed-delay-timers.js';
 
 /** Stable class of a failed attempt. */
 export type AttemptErrorCode =
@@ -212,63 +213,11 @@ export class HttpSender {
   }
 
   /** One exchange, a connection of the origin free for it: its duration and timeout count from here. */
-  async #exchange(target: URL, request: SendRequest): Promise<AttemptOutcome> {
-    const startedAt = performance.now();
-    const elapsed = (): number => Math.round(performance.now() - startedAt);
-    const { timeoutMs } = this.#options;
-
-    // One signal for both the caller's signal and our timeout, so a single abort path tears
-    // down the request at whatever stage it is in, the body read included.
-    const controller = new AttemptAbort();
-    let timedOut = false;
-    const timer = this.#deadlines.add(() => {
-      timedOut = true;
-      controller.abort(new Error(`timeout after ${timeoutMs} ms`));
+  #exchange(target: URL, request: SendRequest): Promise<AttemptOutcome> {
+    return new Promise((resolve) => {
+      const exchange = new Exchange(request, this.#options, this.#deadlines, resolve);
+      this.#poolFor(target.origin).dispatch({ method: 'POST', path: `${target.pathname}${target.search}`, headers: buildHeaders(request.headers), body: request.body }, exchange);
     });
-    const onCallerAbort = (): void => controller.abort(request.signal?.reason);
-    request.signal?.addEventListener('abort', onCallerAbort, { once: true });
-
-    let statusCode: number | null = null;
-    try {
-      const response = await this.#poolFor(target.origin).request({
-        method: 'POST',
-        path: `${target.pathname}${target.search}`,
-        headers: buildHeaders(request.headers),
-        body: request.body,
-        signal: controller,
-      });
-      statusCode = response.statusCode;
-      const responseBody = await readPrefix(response.body, this.#options.maxResponseBytes);
-      const durationMs = elapsed();
-      if (statusCode >= 200 && statusCode < 300) {
-        return { ok: true, statusCode, durationMs, error: null, errorCode: null, responseBody, retryAfterMs: null };
-      }
-      const redirect = statusCode >= 300 && statusCode < 400;
-      return {
-        ok: false,
-        statusCode,
-        durationMs,
-        error: redirect ? `redirect not followed (HTTP ${statusCode})` : `HTTP ${statusCode}`,
-        errorCode: redirect ? 'redirect' : 'http_status',
-        responseBody,
-        retryAfterMs: statusCode === 429 || statusCode === 503 ? parseRetryAfter(response.headers['retry-after'], Date.now()) : null,
-      };
-    } catch (error) {
-      // An answer whose body did not arrive in time is not a complete answer: report no status,
-      // but keep the status in the reason for whoever reads the log.
-      const during = statusCode === null ? '' : ` (reading body of HTTP ${statusCode})`;
-      if (timedOut) {
-        return failure(elapsed(), 'timeout', `timeout after ${timeoutMs} ms${during}`);
-      }
-      if (request.signal?.aborted) {
-        return failure(elapsed(), 'aborted', `aborted${during}`);
-      }
-      const [errorCode, reason] = classifyError(error);
-      return failure(elapsed(), errorCode, `${reason}${during}`);
-    } finally {
-      this.#deadlines.cancel(timer);
-      request.signal?.removeEventListener('abort', onCallerAbort);
-    }
   }
 
   /** Closes every pool, letting in-flight requests finish; later sends end as `aborted`. */
@@ -298,20 +247,128 @@ export class HttpSender {
 }
 
 /**
- * An exchange's abort signal in the other form undici takes, an EventEmitter with `aborted` and
- * `reason`: an AbortController per request (an EventTarget, its listeners) cost more CPU.
+ * One exchange as undici's dispatch handler: the status, the first `maxResponseBytes` of the body and
+ * the outcome are taken straight from the parser's callbacks. undici's `request` made a readable
+ * stream of each answer, read through an async iterator, and a promise more.
+ *
+ * It settles once: at the end of the answer, when the body's prefix is complete (the rest is never
+ * buffered: the connection is dropped rather than drained, as draining an unbounded body would
+ * defeat the cap), or at the first error, the timeout and the caller's abort included.
  */
-class AttemptAbort extends EventEmitter {
-  aborted = false;
-  reason: unknown = undefined;
+class Exchange implements Dispatcher.DispatchHandler {
+  readonly #startedAt = performance.now();
+  readonly #signal: AbortSignal | undefined;
+  readonly #timeoutMs: number;
+  readonly #limit: number;
+  readonly #resolve: (outcome: AttemptOutcome) => void;
+  readonly #deadlines: FixedDelayTimers;
+  readonly #timer: TimerEntry;
+  #controller: Dispatcher.DispatchController | null = null;
+  /** Why the exchange was ended before undici had started it; applied when it starts. */
+  #pendingAbort: Error | null = null;
+  #timedOut = false;
+  #done = false;
+  #statusCode: number | null = null;
+  #retryAfterMs: number | null = null;
+  readonly #chunks: Buffer[] = [];
+  #length = 0;
+  readonly #onCallerAbort = (): void => this.#abort(this.#signal?.reason instanceof Error ? this.#signal.reason : new Error('aborted'));
 
-  abort(reason: unknown): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.reason = reason;
-    this.emit('abort');
+  /** Starts the exchange's timeout on `deadlines` (each lasts `options.timeoutMs`). */
+  constructor(request: SendRequest, options: { timeoutMs: number; maxResponseBytes: number }, deadlines: FixedDelayTimers, resolve: (outcome: AttemptOutcome) => void) {
+    this.#signal = request.signal;
+    this.#timeoutMs = options.timeoutMs;
+    this.#limit = options.maxResponseBytes;
+    this.#resolve = resolve;
+    this.#deadlines = deadlines;
+    this.#timer = deadlines.add(() => {
+      this.#timedOut = true;
+      this.#abort(new Error(`timeout after ${this.#timeoutMs} ms`));
+    });
+    this.#signal?.addEventListener('abort', this.#onCallerAbort, { once: true });
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#pendingAbort) controller.abort(this.#pendingAbort);
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+    // 1xx informational answers come before the final one.
+    if (statusCode < 200) return;
+    this.#statusCode = statusCode;
+    if (statusCode === 429 || statusCode === 503) this.#retryAfterMs = parseRetryAfter(headers['retry-after'], Date.now());
+    if (this.#limit === 0) this.#endWithPrefix();
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#done) return;
+    const room = this.#limit - this.#length;
+    this.#chunks.push(chunk.byteLength > room ? chunk.subarray(0, room) : chunk);
+    this.#length += Math.min(chunk.byteLength, room);
+    if (this.#length >= this.#limit) this.#endWithPrefix();
+  }
+
+  onResponseEnd(): void {
+    this.#settle(this.#answer());
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    if (this.#done) return;
+    const elapsed = this.#elapsed();
+    // An answer whose body did not arrive in time is not a complete answer: report no status,
+    // but keep the status in the reason for whoever reads the log.
+    const during = this.#statusCode === null ? '' : ` (reading body of HTTP ${this.#statusCode})`;
+    if (this.#timedOut) return this.#settle(failure(elapsed, 'timeout', `timeout after ${this.#timeoutMs} ms${during}`));
+    if (this.#signal?.aborted) return this.#settle(failure(elapsed, 'aborted', `aborted${during}`));
+    const [errorCode, reason] = classifyError(error);
+    this.#settle(failure(elapsed, errorCode, `${reason}${during}`));
+  }
+
+  /** The body's prefix is complete: the answer is known, and the rest of the body is dropped with its connection. */
+  #endWithPrefix(): void {
+    this.#settle(this.#answer());
+    this.#controller?.abort(new Error('response body beyond the kept prefix'));
+  }
+
+  #abort(reason: Error): void {
+    if (this.#controller) this.#controller.abort(reason);
+    else this.#pendingAbort ??= reason;
+  }
+
+  #answer(): AttemptOutcome {
+    const statusCode = this.#statusCode ?? 0;
+    const responseBody = this.#length === 0 ? '' : utf8.decode(this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks, this.#length));
+    const durationMs = this.#elapsed();
+    if (statusCode >= 200 && statusCode < 300) {
+      return { ok: true, statusCode, durationMs, error: null, errorCode: null, responseBody, retryAfterMs: null };
+    }
+    const redirect = statusCode >= 300 && statusCode < 400;
+    return {
+      ok: false,
+      statusCode,
+      durationMs,
+      error: redirect ? `redirect not followed (HTTP ${statusCode})` : `HTTP ${statusCode}`,
+      errorCode: redirect ? 'redirect' : 'http_status',
+      responseBody,
+      retryAfterMs: this.#retryAfterMs,
+    };
+  }
+
+  #settle(outcome: AttemptOutcome): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#deadlines.cancel(this.#timer);
+    this.#signal?.removeEventListener('abort', this.#onCallerAbort);
+    this.#resolve(outcome);
+  }
+
+  #elapsed(): number {
+    return Math.round(performance.now() - this.#startedAt);
   }
 }
+
+const utf8 = new TextDecoder();
 
 function failure(durationMs: number, errorCode: AttemptErrorCode, error: string): AttemptOutcome {
   return { ok: false, statusCode: null, durationMs, error, errorCode, responseBody: '', retryAfterMs: null };
@@ -323,28 +380,6 @@ function buildHeaders(given: Readonly<Record<string, string>>): Record<string, s
     headers[name.toLowerCase()] = value;
   }
   return headers;
-}
-
-/**
- * Reads at most `limit` bytes, then destroys the stream: the rest is never buffered, and the
- * socket is closed rather than drained (draining an unbounded body would defeat the cap).
- */
-async function readPrefix(body: AsyncIterable<Uint8Array> & { destroy(): unknown }, limit: number): Promise<string> {
-  const chunks: Uint8Array[] = [];
-  let length = 0;
-  if (limit > 0) {
-    for await (const chunk of body) {
-      const room = limit - length;
-      chunks.push(chunk.byteLength > room ? chunk.subarray(0, room) : chunk);
-      length += Math.min(chunk.byteLength, room);
-      if (length >= limit) {
-        break;
-      }
-    }
-  }
-  // Breaking out of for-await already destroys the stream; this covers limit 0.
-  body.destroy();
-  return new TextDecoder().decode(Buffer.concat(chunks, length));
 }
 
 /** `Retry-After` as delay-seconds or an HTTP-date (RFC 9110 §10.2.3); a past date means now. */
