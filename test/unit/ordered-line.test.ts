@@ -23,5 +23,7 @@ describe('nextDeliveryId', () => {
 
   it('carries over the last characters', () => {
     expect(nextDeliveryId('dlv_00000000000000000000000000', 'dlv_0000000000000000000000000Z')).toBe('dlv_00000000000000000000000010');
+    expect(nextDeliveryId('dlv_00000000000000000000000000', 'dlv_01KZZZZZZZZZZZZZZZZZZZZZZZ')).toBe('dlv_01M00000000000000000000000');
+    expect(nextDeliveryId('dlv_00000000000000000000000000', 'dlv_0000000000000000000000000A')).toBe('dlv_0000000000000000000000000B');
   });
 });
