@@ -272,7 +272,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   #retryAfterMs: number | null = null;
   readonly #chunks: Buffer[] = [];
   #length = 0;
-  readonly #onCallerAbort = (): void => this.#abort(this.#signal?.reason instanceof Error ? this.#signal.reason : new Error('aborted'));
+  /** Made only for a caller that passed a signal: the attempts of the engine pass none. */
+  readonly #onCallerAbort: (() => void) | null = null;
 
   /** Starts the exchange's timeout on `deadlines` (each lasts `options.timeoutMs`). */
   constructor(request: SendRequest, options: { timeoutMs: number; maxResponseBytes: number }, deadlines: FixedDelayTimers, resolve: (outcome: AttemptOutcome) => void) {
@@ -285,7 +286,11 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.#timedOut = true;
       this.#abort(new Error(`timeout after ${this.#timeoutMs} ms`));
     });
-    this.#signal?.addEventListener('abort', this.#onCallerAbort, { once: true });
+    const signal = request.signal;
+    if (signal) {
+      this.#onCallerAbort = () => this.#abort(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+      signal.addEventListener('abort', this.#onCallerAbort, { once: true });
+    }
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -359,7 +364,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (this.#done) return;
     this.#done = true;
     this.#deadlines.cancel(this.#timer);
-    this.#signal?.removeEventListener('abort', this.#onCallerAbort);
+    if (this.#onCallerAbort) this.#signal?.removeEventListener('abort', this.#onCallerAbort);
     this.#resolve(outcome);
   }
 
