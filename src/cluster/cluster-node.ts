@@ -14,7 +14,7 @@ import { NatsTransport } from '../transport/nats.js';
 import { natsAccess } from '../transport/nats-access.js';
 import { connectNats } from '../transport/nats-connection.js';
 import { natsStartError } from '../transport/nats-start-error.js';
-import { ensureKv } from '../transport/nats-streams.js';
+import { ensureKv, kvKeyLister, reachJetStream } from '../transport/nats-streams.js';
 import { verdictSubjectPrefix } from '../transport/verdict.js';
 import type { EventSink } from '../transport/types.js';
 import { PartitionChangelog } from './changelog.js';
@@ -108,12 +108,14 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
       const replicas = this.settings.natsReplicas;
       // Every name derives from the events stream's, so clusters (and tests) sharing a NATS stay apart.
       this.directory = await ensureKv(this.connection, `${this.settings.natsStream}_directory`, replicas, this.logger);
-      const clusterKv = await ensureKv(this.connection, `${this.settings.natsStream}_leases`, replicas, this.logger);
+      const leasesBucket = `${this.settings.natsStream}_leases`;
+      const clusterKv = await ensureKv(this.connection, leasesBucket, replicas, this.logger);
       this.changelog = new PartitionChangelog(this.connection, `${this.settings.natsStream}_CHANGELOG`, `${this.settings.clusterSubjectPrefix}.changelog`);
       await this.changelog.ensureStream(replicas, this.logger);
       this.logger.info({ replicas, ms: Date.now() - started }, 'cluster: directory, leases and changelog ready');
       this.rpc = new PartitionRpc(this.connection, `${this.settings.clusterSubjectPrefix}.rpc`, (request) => this.handleForwarded!(request));
-      this.leases = new PartitionLeases(clusterKv, this.nodeId, this.cluster.leaseMs);
+      const listLeaseKeys = kvKeyLister(await reachJetStream(this.connection, this.logger), leasesBucket);
+      this.leases = new PartitionLeases(clusterKv, listLeaseKeys, this.nodeId, this.cluster.leaseMs);
       this.coordinator = new ClusterCoordinator({
         leases: this.leases,
         host: this,

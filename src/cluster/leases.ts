@@ -41,6 +41,8 @@ export class PartitionLeases {
 
   constructor(
     private readonly kv: KV,
+    /** The bucket's keys matching a filter, deleted ones included (`kvKeyLister`). */
+    private readonly listKeys: (filter: string) => Promise<string[]>,
     readonly nodeId: string,
     private readonly leaseMs: number,
     private readonly now: () => number = Date.now,
@@ -59,12 +61,9 @@ export class PartitionLeases {
 
   /** Node ids whose heartbeat is within the lease time, sorted. */
   async liveNodes(): Promise<string[]> {
+    const entries = await Promise.all((await this.listKeys('node.*')).map((key) => this.kv.get(key)));
     const nodes = new Set<string>();
-    // A set: the key listing can name a key twice when it is rewritten (a heartbeat) while listed.
-    const names = new Set<string>();
-    for await (const key of await this.kv.keys('node.*')) names.add(key);
-    for (const key of names) {
-      const entry = await this.kv.get(key);
+    for (const entry of entries) {
       if (!entry || entry.operation !== 'PUT' || entry.value.length === 0) continue;
       const record = decode<NodeRecord>(entry.value);
       if (this.now() - record.heartbeatAt <= this.leaseMs) nodes.add(record.nodeId);

@@ -140,6 +140,20 @@ export async function ensureKv(connection: NatsConnection, bucket: string, repli
   return kv;
 }
 
+/**
+ * Lists a KV bucket's keys matching a filter from its stream's subject list: one request that the
+ * stream leader answers. `kv.keys()` creates an ephemeral consumer instead, a proposal to the
+ * JetStream meta group on a replicated cluster, too dear for a read made on every tick, and left
+ * running when the caller stops waiting. Deleted keys are listed too (their marker is a message).
+ */
+export function kvKeyLister(manager: JetStreamManager, bucket: string): (filter: string) => Promise<string[]> {
+  const prefix = `$KV.${bucket}.`;
+  return async (filter) => {
+    const info = await manager.streams.info(`KV_${bucket}`, { subjects_filter: prefix + filter });
+    return Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(prefix.length));
+  };
+}
+
 /** The durable consumer, created with `config` when absent (an existing one is used as it is). */
 export async function ensureConsumer(manager: JetStreamManager, stream: string, config: Partial<ConsumerConfig> & { durable_name: string }, log?: SetupLog): Promise<void> {
   await retrying(`creating consumer ${config.durable_name} on ${stream}`, async () => {

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ClusterCoordinator } from '../../src/cluster/coordinator.js';
 import { PartitionLeases } from '../../src/cluster/leases.js';
-import { ensureKv } from '../../src/transport/nats-streams.js';
+import { ensureKv, kvKeyLister } from '../../src/transport/nats-streams.js';
 import { SHARED_NATS_URL, connectNats, deleteStreams } from '../helpers/nats.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -29,7 +30,7 @@ describe('partition leases', () => {
       await deleteStreams(connection, [`KV_${bucket}`]);
       await connection.close();
     });
-    const leases = new PartitionLeases(await ensureKv(connection, bucket, 1), 'node-a', LEASE_MS);
+    const leases = new PartitionLeases(await ensureKv(connection, bucket, 1), kvKeyLister(await jetstreamManager(connection), bucket), 'node-a', LEASE_MS);
     // The heartbeat's KV put answers late once the node holds its partitions; the renewals are real.
     let stallHeartbeats = false;
     let stalled = 0;
@@ -66,4 +67,37 @@ describe('partition leases', () => {
     expect(coordinator.ownedPartitions().size).toBe(PARTITIONS);
     for (let partition = 0; partition < PARTITIONS; partition++) expect(leases.isValid(partition), `partition ${partition}`).toBe(true);
   }, 30_000);
+});
+
+describe('cluster membership', () => {
+  it('lists the nodes with a fresh heartbeat, and reading it asks JetStream for no consumer', async () => {
+    const connection = await connectNats(SHARED_NATS_URL);
+    const observer = await connectNats(SHARED_NATS_URL);
+    const bucket = `HL_TEST_leases_${randomBytes(5).toString('hex')}`;
+    cleanups.push(async () => {
+      await deleteStreams(connection, [`KV_${bucket}`]);
+      await Promise.all([connection.close(), observer.close()]);
+    });
+    const kv = await ensureKv(connection, bucket, 1);
+    const listKeys = kvKeyLister(await jetstreamManager(connection), bucket);
+    const leasesOf = (nodeId: string, now?: () => number) => new PartitionLeases(kv, listKeys, nodeId, LEASE_MS, now);
+    await leasesOf('node-b').heartbeat();
+    await leasesOf('node-a').heartbeat();
+    await leasesOf('node-stale', () => Date.now() - 2 * LEASE_MS).heartbeat();
+    const gone = leasesOf('node-gone');
+    await gone.heartbeat();
+    await gone.leave();
+
+    // Every tick of every node reads the membership: a consumer per read (kv.keys()) is a proposal
+    // to the meta group of a replicated cluster, and piled up until a NATS cluster under load stalled.
+    const consumerRequests: string[] = [];
+    const watching = observer.subscribe('$JS.API.CONSUMER.>', { callback: (_error, message) => void consumerRequests.push(message.subject) });
+    await observer.flush();
+    const reader = leasesOf('node-a');
+    for (let round = 0; round < 5; round++) expect(await reader.liveNodes()).toEqual(['node-a', 'node-b']);
+    await connection.flush();
+    await observer.flush();
+    watching.unsubscribe();
+    expect(consumerRequests).toEqual([]);
+  });
 });
