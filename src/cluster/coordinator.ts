@@ -155,8 +155,8 @@ export class ClusterCoordinator {
     let desired: Set<number>;
     let nodeCount: number;
     try {
-      // Bounded: listing KV keys runs a consumer that can wait forever on a stalled connection,
-      // and a hung round would stop every later one.
+      // Bounded: the reads are several requests, each with its own timeout, and a round that hung
+      // would stop every later one.
       const nodes = await withDeadline(leases.liveNodes(), this.options.tickMs * 8, 'reading the cluster membership');
       if (!nodes.includes(this.nodeId)) nodes.push(this.nodeId);
       desired = desiredPartitions(this.nodeId, nodes, partitions);
