@@ -214,21 +214,26 @@ export class PartitionChangelog {
     const latest = new Map<string, ChangelogRecord>();
     if (info.num_pending > 0) {
       const messages = await consumer.consume();
-      for await (const message of messages) {
-        const tokens = message.subject.slice(this.subjectPrefix.length + 1).split('.');
-        if (tokens[1] === LOG_TOKEN) {
-          for (const entry of unpackMultiple(message.data) as unknown[]) {
-            const change = decodeEntry(entry);
+      // Stopped however the read ends: an ordered consumer left running recreates itself on the
+      // server each time its heartbeats go missing.
+      try {
+        for await (const message of messages) {
+          const tokens = message.subject.slice(this.subjectPrefix.length + 1).split('.');
+          if (tokens[1] === LOG_TOKEN) {
+            for (const entry of unpackMultiple(message.data) as unknown[]) {
+              const change = decodeEntry(entry);
+              if (change) latest.set(recordKey(change), change);
+            }
+            lastSequence = message.seq;
+          } else {
+            const change = decodeEntry([tokens[1], tokens[2], unpack(message.data)]);
             if (change) latest.set(recordKey(change), change);
           }
-          lastSequence = message.seq;
-        } else {
-          const change = decodeEntry([tokens[1], tokens[2], unpack(message.data)]);
-          if (change) latest.set(recordKey(change), change);
+          if (message.info.pending === 0) break;
         }
-        if (message.info.pending === 0) break;
+      } finally {
+        messages.stop();
       }
-      messages.stop();
     }
     const records = withSteps(latest.values());
     await Promise.all(records.map((change) => apply(change)));
