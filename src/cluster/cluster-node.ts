@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { AckPolicy, DeliverPolicy, jetstreamManager } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy } from '@nats-io/jetstream';
+import type { JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Engine } from '../actors/engine.js';
@@ -57,6 +58,8 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
    */
   readonly forwardToken = randomBytes(16).toString('hex');
   private connection!: NatsConnection;
+  /** One for the node's life: `jetstreamManager()` asks the server for its account info each time it is made. */
+  private manager!: JetStreamManager;
   private directory!: KV;
   private changelog!: PartitionChangelog;
   private rpc!: PartitionRpc;
@@ -105,6 +108,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
       const started = Date.now();
       this.connection = await connectNats(natsAccess(this.settings), { name: `hookline-${this.nodeId}`, noAsyncTraces: true, logger: this.logger });
       this.logger.info({ nodeId: this.nodeId, server: this.connection.getServer(), ms: Date.now() - started }, 'cluster: connected to NATS');
+      this.manager = await reachJetStream(this.connection, this.logger);
       const replicas = this.settings.natsReplicas;
       // Every name derives from the events stream's, so clusters (and tests) sharing a NATS stay apart.
       this.directory = await ensureKv(this.connection, `${this.settings.natsStream}_directory`, replicas, this.logger);
@@ -114,7 +118,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
       await this.changelog.ensureStream(replicas, this.logger);
       this.logger.info({ replicas, ms: Date.now() - started }, 'cluster: directory, leases and changelog ready');
       this.rpc = new PartitionRpc(this.connection, `${this.settings.clusterSubjectPrefix}.rpc`, (request) => this.handleForwarded!(request));
-      const listLeaseKeys = kvKeyLister(await reachJetStream(this.connection, this.logger), leasesBucket);
+      const listLeaseKeys = kvKeyLister(this.manager, leasesBucket);
       this.leases = new PartitionLeases(clusterKv, listLeaseKeys, this.nodeId, this.cluster.leaseMs);
       this.coordinator = new ClusterCoordinator({
         leases: this.leases,
@@ -276,6 +280,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
     const consumer = new NatsTransport({
       servers: this.settings.natsUrl!,
       connection: this.connection,
+      manager: this.manager,
       replicas: this.settings.natsReplicas,
       stream: this.settings.natsStream,
       subjectPrefix: `${this.settings.natsSubjectPrefix}.${partition}`,
@@ -296,7 +301,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
    * de-duplication answers them as repeats (their events were replicated before the ack).
    */
   private async takeOverConsumer(partition: number, durable: string): Promise<void> {
-    const manager = await jetstreamManager(this.connection);
+    const manager = this.manager;
     const stream = this.settings.natsStream;
     const info = await manager.consumers.info(stream, durable).catch(() => null);
     if (!info || info.num_ack_pending === 0) return;

@@ -1,5 +1,5 @@
 import { AckPolicy, DeliverPolicy, StorageType, jetstream } from '@nats-io/jetstream';
-import type { ConsumerMessages, JsMsg } from '@nats-io/jetstream';
+import type { ConsumerMessages, JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../actors/project-actor.js';
@@ -27,6 +27,8 @@ export interface NatsTransportOptions {
    * @default a connection of its own to `servers`
    */
   connection?: NatsConnection;
+  /** The JetStream manager of `connection`, when the caller has one (a cluster node: one per partition otherwise). */
+  manager?: JetStreamManager;
   /** JetStream stream holding inbound events. @default "HOOKLINE_EVENTS" */
   stream?: string;
   /** Events for project P are published on `<subjectPrefix>.P`. @default "hookline.events" */
@@ -237,7 +239,7 @@ export class NatsTransport implements InboundTransport {
 
   private async ensureStreamAndConsumer(connection: NatsConnection): Promise<void> {
     const log = this.options.logger;
-    const manager = await reachJetStream(connection, log);
+    const manager = this.options.manager ?? (await reachJetStream(connection, log));
     const filter = `${this.subjectPrefix}.>`;
     const subjects = this.options.streamSubjects ?? [filter];
     await ensureStream(manager, { name: this.stream, subjects, storage: StorageType.File, duplicate_window: nanos(this.options.duplicateWindowMs ?? 120_000), num_replicas: this.options.replicas ?? 1 }, log);
