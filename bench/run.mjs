@@ -56,6 +56,9 @@
 //   BENCH_ALLOC_PROFILE_DIR     sample every serve process's allocations, collected objects included,
 //                               into that dir (bench/engine/allocation-summary.mjs sums them per delivery)
 //   BENCH_STRICT=1              exit 2 when a target is missed (default: exit 0 once it ran)
+//   BENCH_SERVE_NODE            the node binary of the Hookline serve processes (default: the one
+//                               running the bench, which the peers, load generators and receivers use),
+//                               to tell one Node version's share of a figure from the bench's own
 // HOOKLINE_* variables in the environment reach the serve processes; the bench sets the data dir,
 // port, host, API key and HOOKLINE_ALLOW_PRIVATE_NETWORKS=1 itself.
 // Smoke run: BENCH_N=2000 BENCH_ROUNDS=1 BENCH_RATE_SECONDS=2 BENCH_RETRYING=2000 BENCH_CEILING_SECONDS=2 npm run bench
@@ -273,7 +276,7 @@ async function startHookline(dir, { dataDir, port, extraEnv = {}, logName = 'hoo
   const spawnAt = nowMs();
   const profile = env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(env.BENCH_PROFILE_DIR)}`] : [];
   const allocations = env.BENCH_ALLOC_PROFILE_DIR ? ['--import', pathToFileURL(path.join(here, 'engine', 'allocation-sampler.mjs')).href] : [];
-  const cp = launch(process.execPath, [...profile, ...allocations, SERVE_JS, 'serve'], {
+  const cp = launch(env.BENCH_SERVE_NODE || process.execPath, [...profile, ...allocations, SERVE_JS, 'serve'], {
     extraEnv: {
       ...serveEnv({ dataDir, port, apiKey: API_KEY }),
       ...(env.BENCH_ALLOC_PROFILE_DIR ? { BENCH_ALLOC_PROFILE_DIR: path.resolve(env.BENCH_ALLOC_PROFILE_DIR) } : {}),
@@ -579,7 +582,7 @@ function gitDescribe() {
 async function main() {
   const startedAt = new Date();
   const cpus = os.cpus();
-  const machine = `${cpus.length} cores (${cpus[0]?.model.trim()}), ${os.platform()} ${os.arch()}, ${Math.round(os.totalmem() / 2 ** 30)} GB, Node ${process.version}`;
+  const machine = `${cpus.length} cores (${cpus[0]?.model.trim()}), ${os.platform()} ${os.arch()}, ${Math.round(os.totalmem() / 2 ** 30)} GB, Node ${process.version}${env.BENCH_SERVE_NODE ? ` (Hookline on ${execFileSync(env.BENCH_SERVE_NODE, ['--version'], { encoding: 'utf8' }).trim()})` : ''}`;
   const hooklineEnv = Object.entries(env).filter(([k]) => k.startsWith('HOOKLINE_')).map(([k, v]) => `${k}=${v}`).join(' ') || '(none)';
   log(`engine bench: N=${N} rounds=${ROUNDS} concurrency=${CONCURRENCY} rate=${RATE}/s x ${RATE_SECONDS}s retrying=${RETRYING}`);
   log(`machine: ${machine}; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}; commit ${gitDescribe()}; HOOKLINE_* from env: ${hooklineEnv}`);
