@@ -27,7 +27,7 @@ export interface NatsTransportOptions {
    * @default a connection of its own to `servers`
    */
   connection?: NatsConnection;
-  /** The JetStream manager of `connection`, when the caller has one (a cluster node: one per partition otherwise). */
+  /** The JetStream manager of `connection`, used instead of one made at each (re)start of the consumer; a cluster node passes its own. */
   manager?: JetStreamManager;
   /** JetStream stream holding inbound events. @default "HOOKLINE_EVENTS" */
   stream?: string;
