@@ -111,9 +111,9 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
       this.manager = await reachJetStream(this.connection, this.logger);
       const replicas = this.settings.natsReplicas;
       // Every name derives from the events stream's, so clusters (and tests) sharing a NATS stay apart.
-      this.directory = await ensureKv(this.connection, `${this.settings.natsStream}_directory`, replicas, this.logger);
+      this.directory = await ensureKv(this.connection, this.manager, `${this.settings.natsStream}_directory`, replicas, this.logger);
       const leasesBucket = `${this.settings.natsStream}_leases`;
-      const clusterKv = await ensureKv(this.connection, leasesBucket, replicas, this.logger);
+      const clusterKv = await ensureKv(this.connection, this.manager, leasesBucket, replicas, this.logger);
       this.changelog = new PartitionChangelog(this.connection, `${this.settings.natsStream}_CHANGELOG`, `${this.settings.clusterSubjectPrefix}.changelog`);
       await this.changelog.ensureStream(replicas, this.logger);
       this.logger.info({ replicas, ms: Date.now() - started }, 'cluster: directory, leases and changelog ready');

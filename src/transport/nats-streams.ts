@@ -127,9 +127,8 @@ export async function ensureStream(manager: JetStreamManager, config: Partial<St
   return withLeader(manager, config.name, info, log);
 }
 
-/** The KV bucket, created when absent with one value per key and `replicas`. */
-export async function ensureKv(connection: NatsConnection, bucket: string, replicas: number, log?: SetupLog): Promise<KV> {
-  const manager = await reachJetStream(connection, log);
+/** The KV bucket, created when absent with one value per key and `replicas`; `manager` is `connection`'s. */
+export async function ensureKv(connection: NatsConnection, manager: JetStreamManager, bucket: string, replicas: number, log?: SetupLog): Promise<KV> {
   const stream = `KV_${bucket}`;
   const kv = await retrying(`creating KV bucket ${bucket}`, () => new Kvm(connection).create(bucket, { history: 1, replicas }), log).catch((error: unknown) => {
     throw replicaError(error, 'KV bucket', bucket, replicas) ?? error;

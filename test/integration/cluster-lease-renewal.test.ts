@@ -30,7 +30,8 @@ describe('partition leases', () => {
       await deleteStreams(connection, [`KV_${bucket}`]);
       await connection.close();
     });
-    const leases = new PartitionLeases(await ensureKv(connection, bucket, 1), kvKeyLister(await jetstreamManager(connection), bucket), 'node-a', LEASE_MS);
+    const manager = await jetstreamManager(connection);
+    const leases = new PartitionLeases(await ensureKv(connection, manager, bucket, 1), kvKeyLister(manager, bucket), 'node-a', LEASE_MS);
     // The heartbeat's KV put answers late once the node holds its partitions; the renewals are real.
     let stallHeartbeats = false;
     let stalled = 0;
@@ -78,8 +79,9 @@ describe('cluster membership', () => {
       await deleteStreams(connection, [`KV_${bucket}`]);
       await Promise.all([connection.close(), observer.close()]);
     });
-    const kv = await ensureKv(connection, bucket, 1);
-    const listKeys = kvKeyLister(await jetstreamManager(connection), bucket);
+    const manager = await jetstreamManager(connection);
+    const kv = await ensureKv(connection, manager, bucket, 1);
+    const listKeys = kvKeyLister(manager, bucket);
     const leasesOf = (nodeId: string, now?: () => number) => new PartitionLeases(kv, listKeys, nodeId, LEASE_MS, now);
     await leasesOf('node-b').heartbeat();
     await leasesOf('node-a').heartbeat();
