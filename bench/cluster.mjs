@@ -30,7 +30,8 @@
 //      (64), BENCH_FAILOVER_RATE (300), BENCH_LEASES (2s,5s), BENCH_SKIP (throughput,failover,replicas),
 //      BENCH_REPLICA_NODES (3),
 //      BENCH_KEEP=1 (keep temp dirs with each node's log), BENCH_PROFILE_DIR (run every node with
-//      --cpu-prof, profiles into that dir). HOOKLINE_* variables reach the nodes.
+//      --cpu-prof, profiles into that dir), BENCH_NODE_ARGS (more node options for every node, e.g.
+//      "--trace-gc"; their output goes to the node's log). HOOKLINE_* variables reach the nodes.
 // Smoke run: BENCH_N=1000 BENCH_WARMUP=200 BENCH_NODES=1,2 BENCH_LEASES=2s npm run bench:cluster
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -169,7 +170,7 @@ const FAILOVER_RATE = num('BENCH_FAILOVER_RATE', 300);
 const LEASES = list('BENCH_LEASES', '2s,5s');
 const SKIP = new Set(list('BENCH_SKIP', ''));
 const KEEP = env.BENCH_KEEP === '1';
-const PROFILE_ARGS = env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(env.BENCH_PROFILE_DIR)}`] : [];
+const PROFILE_ARGS = [...(env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(env.BENCH_PROFILE_DIR)}`] : []), ...(env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
 const ADMIN_KEY = `bench_admin_${randomBytes(8).toString('hex')}`;
 const log = (...parts) => process.stderr.write(`[bench:cluster ${new Date().toISOString().slice(11, 19)}] ${parts.join(' ')}\n`);
 

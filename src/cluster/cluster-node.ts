@@ -20,6 +20,7 @@ import { verdictSubjectPrefix } from '../transport/verdict.js';
 import type { EventSink } from '../transport/types.js';
 import { PartitionChangelog } from './changelog.js';
 import { ClusterCoordinator } from './coordinator.js';
+import { partitionFlowControl } from './flow-control.js';
 import type { PartitionHost } from './coordinator.js';
 import { PartitionLeases } from './leases.js';
 import type { ForwardedReply, ForwardedRequest } from './rpc.js';
@@ -288,6 +289,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
       streamSubjects: [`${this.settings.natsSubjectPrefix}.>`],
       verdictPrefix: verdictSubjectPrefix(this.settings.natsSubjectPrefix),
       logger: this.logger,
+      ...partitionFlowControl(this.cluster.partitions),
     });
     this.consumers.set(partition, consumer);
     await consumer.start(this.partitionSink(partition));
@@ -312,7 +314,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: info.ack_floor.stream_seq + 1,
       filter_subject: `${this.settings.natsSubjectPrefix}.${partition}.>`,
-      max_ack_pending: info.config.max_ack_pending,
+      max_ack_pending: partitionFlowControl(this.cluster.partitions).maxAckPending,
       ack_wait: info.config.ack_wait,
     });
     this.logger.info({ partition, unacknowledged: info.num_ack_pending, from: info.ack_floor.stream_seq + 1 }, 'partition consumer restarted past its ack floor');

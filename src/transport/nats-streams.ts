@@ -153,7 +153,11 @@ export function kvKeyLister(manager: JetStreamManager, bucket: string): (filter:
   };
 }
 
-/** The durable consumer, created with `config` when absent (an existing one is used as it is). */
+/**
+ * The durable consumer, created with `config` when absent. An existing one is used as it is, but
+ * for its `max_ack_pending`, which is set to `config`'s: the flow control is this version's choice
+ * (a cluster node's partition consumers hold fewer than earlier versions made them).
+ */
 export async function ensureConsumer(manager: JetStreamManager, stream: string, config: Partial<ConsumerConfig> & { durable_name: string }, log?: SetupLog): Promise<void> {
   await retrying(`creating consumer ${config.durable_name} on ${stream}`, async () => {
     const existing = await manager.consumers.info(stream, config.durable_name).catch((error: unknown) => {
@@ -161,5 +165,8 @@ export async function ensureConsumer(manager: JetStreamManager, stream: string, 
       throw error;
     });
     if (!existing) await manager.consumers.add(stream, config);
+    else if (config.max_ack_pending !== undefined && existing.config.max_ack_pending !== config.max_ack_pending) {
+      await manager.consumers.update(stream, config.durable_name, { max_ack_pending: config.max_ack_pending });
+    }
   }, log);
 }

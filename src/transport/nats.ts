@@ -14,6 +14,11 @@ import type { EventSink, InboundTransport, Rejection } from './types.js';
 import type { EventVerdict } from './verdict.js';
 import { encodeVerdict, verdictSubject, verdictSubjectPrefix } from './verdict.js';
 
+/** Messages a consumer pulls per request. */
+export const DEFAULT_PULL_BATCH = 512;
+/** Unacknowledged messages the server lets a consumer hold. */
+export const DEFAULT_MAX_ACK_PENDING = 2048;
+
 export interface NatsTransportOptions {
   /** NATS server URL(s), e.g. `nats://127.0.0.1:4222`. */
   servers: string | string[];
@@ -35,9 +40,13 @@ export interface NatsTransportOptions {
   subjectPrefix?: string;
   /** Durable pull consumer name, shared by every node that consumes the stream. @default "hookline" */
   durable?: string;
-  /** Messages pulled per request, and the size of the local buffer. @default 512 */
+  /** Messages pulled per request, and the size of the local buffer. @default DEFAULT_PULL_BATCH (512) */
   batch?: number;
-  /** Unacknowledged messages the server lets this consumer hold at most (flow control). @default 2048 */
+  /**
+   * Unacknowledged messages the server lets this consumer hold at most (flow control); an existing
+   * durable consumer with another bound is updated to this one.
+   * @default DEFAULT_MAX_ACK_PENDING (2048)
+   */
   maxAckPending?: number;
   /** Redelivery delay after a transient failure (storage full, draining). @default 1000 */
   nakDelayMs?: number;
@@ -174,7 +183,7 @@ export class NatsTransport implements InboundTransport {
   private async consume(connection: NatsConnection): Promise<ConsumerMessages> {
     await this.ensureStreamAndConsumer(connection);
     const consumer = await jetstream(connection).consumers.get(this.stream, this.durable);
-    this.messages = await consumer.consume({ max_messages: this.options.batch ?? 512, abort_on_missing_resource: true });
+    this.messages = await consumer.consume({ max_messages: this.options.batch ?? DEFAULT_PULL_BATCH, abort_on_missing_resource: true });
     return this.messages;
   }
 
@@ -248,7 +257,7 @@ export class NatsTransport implements InboundTransport {
       ack_policy: AckPolicy.Explicit,
       deliver_policy: DeliverPolicy.All,
       filter_subject: filter,
-      max_ack_pending: this.options.maxAckPending ?? 2048,
+      max_ack_pending: this.options.maxAckPending ?? DEFAULT_MAX_ACK_PENDING,
       ack_wait: nanos(30_000),
     }, log);
   }

@@ -1,4 +1,6 @@
+import { jetstreamManager } from '@nats-io/jetstream';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { partitionFlowControl } from '../../src/cluster/flow-control.js';
 import { publishEvent } from '../../src/sdk/nats.js';
 import { decodeVerdict, verdictSubjectPrefix } from '../../src/transport/verdict.js';
 import { ensureBuilt } from '../helpers/child-node.js';
@@ -44,6 +46,9 @@ describe('NATS ingest in cluster mode', () => {
     }
     const configured = await c.apiSettled(survivor, 'PUT', '/v1/webhook', { key: project.apiKey, body: { callbackUrl: receiver.url, status: 'active', eventTypes: ALL_TYPES } });
     expect(configured.status).toBe(200);
+    // Each partition's consumer holds its share of the single-node bound (src/cluster/flow-control.ts).
+    const durable = await (await jetstreamManager(c.nats)).consumers.info(c.names.natsStream, `${c.names.natsDurable}-p${c.partitionOf(project.projectId)}`);
+    expect(durable.config.max_ack_pending).toBe(partitionFlowControl(PARTITIONS).maxAckPending);
 
     // The verdict is published right after the ack: the kill follows the last one at once.
     const ids = Array.from({ length: EVENTS }, (_, i) => `evt_acked_${i}`);

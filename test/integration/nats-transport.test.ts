@@ -1,4 +1,4 @@
-import { StorageType, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { AckPolicy, StorageType, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -234,6 +234,37 @@ describe('NatsTransport flow control', () => {
     expect(drained.ack_floor.stream_seq).toBe(total);
     expect(sink.ingested).toHaveLength(total);
     expect(sink.maxInflight).toBeLessThanOrEqual(maxAckPending);
+  });
+
+  it('sets an existing durable consumer to its max_ack_pending and holds no more than that', async () => {
+    // A durable made by an earlier version with the single-node bound (a cluster node's partition
+    // consumers are given fewer now), then a transport started on it with 64.
+    const names = uniqueNatsNames();
+    streams.add(names.natsStream);
+    await manager.streams.add({ name: names.natsStream, subjects: [`${names.natsSubjectPrefix}.>`], storage: StorageType.File });
+    await manager.consumers.add(names.natsStream, { durable_name: names.natsDurable, ack_policy: AckPolicy.Explicit, filter_subject: `${names.natsSubjectPrefix}.>`, max_ack_pending: 2048 });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const sink = new ScriptedSink(() => released);
+    const transport = new NatsTransport({ servers: SHARED_NATS_URL, stream: names.natsStream, subjectPrefix: names.natsSubjectPrefix, durable: names.natsDurable, maxAckPending: 64, batch: 64 });
+    await transport.start(sink);
+    transports.push(transport);
+    expect((await manager.consumers.info(names.natsStream, names.natsDurable)).config.max_ack_pending).toBe(64);
+
+    const total = 300;
+    await Promise.all(Array.from({ length: total }, (_, i) => publish(names, `evt_bound_${i}`)));
+    await waitFor(() => sink.inflight === 64, { timeoutMs: 10_000, message: '64 ingests in flight' });
+    const stalled = await waitFor(async () => {
+      const info = await manager.consumers.info(names.natsStream, names.natsDurable);
+      return info.num_ack_pending === 64 && info.num_pending === total - 64 ? info : null;
+    }, { message: 'the server to hold back the rest' });
+    expect(stalled.delivered.stream_seq).toBe(64);
+    expect(sink.maxInflight).toBe(64);
+
+    release();
+    const drained = await waitForConsumerDrained(manager, names, 15_000);
+    expect(drained.ack_floor.stream_seq).toBe(total);
+    expect(sink.maxInflight).toBe(64);
   });
 
   it('hands a backlog to the sink at most MAX_MESSAGES_PER_TURN messages per turn of the event loop', async () => {

@@ -1,0 +1,28 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { partitionFlowControl } from '../../src/cluster/flow-control.js';
+import { DEFAULT_MAX_ACK_PENDING, DEFAULT_PULL_BATCH } from '../../src/transport/nats.js';
+
+describe('partitionFlowControl', () => {
+  it('gives one partition the single-node bounds and 64 partitions 64 each', () => {
+    expect(partitionFlowControl(1)).toEqual({ maxAckPending: DEFAULT_MAX_ACK_PENDING, batch: DEFAULT_PULL_BATCH });
+    expect(partitionFlowControl(64)).toEqual({ maxAckPending: 64, batch: 64 });
+    expect(partitionFlowControl(1024)).toEqual({ maxAckPending: 64, batch: 64 });
+  });
+
+  it('lets a node holding every partition hold about what a single node holds, never less, and never pulls more than it may hold', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 1024 }), (partitions) => {
+        const { maxAckPending, batch } = partitionFlowControl(partitions);
+        const nodeWide = maxAckPending * partitions;
+        return (
+          batch >= 1 && batch <= maxAckPending && batch <= DEFAULT_PULL_BATCH &&
+          maxAckPending >= 64 && nodeWide >= DEFAULT_MAX_ACK_PENDING &&
+          // Over the single-node bound only by the rounding up, or by the floor of 64 a partition.
+          nodeWide <= Math.max(DEFAULT_MAX_ACK_PENDING + partitions - 1, 64 * partitions)
+        );
+      }),
+      { seed: 20261126, numRuns: 1024 },
+    );
+  });
+});
