@@ -4,10 +4,11 @@ import { partitionFlowControl } from '../../src/cluster/flow-control.js';
 import { DEFAULT_MAX_ACK_PENDING, DEFAULT_PULL_BATCH } from '../../src/transport/nats.js';
 
 describe('partitionFlowControl', () => {
-  it('gives one partition the single-node bounds and 64 partitions 64 each', () => {
+  it('gives one partition the single-node bounds and 64 partitions 256 each', () => {
     expect(partitionFlowControl(1)).toEqual({ maxAckPending: DEFAULT_MAX_ACK_PENDING, batch: DEFAULT_PULL_BATCH });
-    expect(partitionFlowControl(64)).toEqual({ maxAckPending: 64, batch: 64 });
-    expect(partitionFlowControl(1024)).toEqual({ maxAckPending: 64, batch: 64 });
+    expect(partitionFlowControl(8)).toEqual({ maxAckPending: 256, batch: 256 });
+    expect(partitionFlowControl(64)).toEqual({ maxAckPending: 256, batch: 256 });
+    expect(partitionFlowControl(1024)).toEqual({ maxAckPending: 256, batch: 256 });
   });
 
   it('lets a node holding every partition hold about what a single node holds, never less, and never pulls more than it may hold', () => {
@@ -17,9 +18,9 @@ describe('partitionFlowControl', () => {
         const nodeWide = maxAckPending * partitions;
         return (
           batch >= 1 && batch <= maxAckPending && batch <= DEFAULT_PULL_BATCH &&
-          maxAckPending >= 64 && nodeWide >= DEFAULT_MAX_ACK_PENDING &&
-          // Over the single-node bound only by the rounding up, or by the floor of 64 a partition.
-          nodeWide <= Math.max(DEFAULT_MAX_ACK_PENDING + partitions - 1, 64 * partitions)
+          maxAckPending >= 256 && nodeWide >= DEFAULT_MAX_ACK_PENDING &&
+          // Over the single-node bound only by the rounding up, or by the floor of 256 a partition.
+          nodeWide <= Math.max(DEFAULT_MAX_ACK_PENDING + partitions - 1, 256 * partitions)
         );
       }),
       { seed: 20261126, numRuns: 1024 },
