@@ -143,8 +143,15 @@ export class ProjectActor {
     const sameId = this.ingesting.get(input.id);
     if (sameId) return sameId.result.then((first) => this.repeatOf(input, sameId, first.answer));
     const stored = this.deps.store.getEvent(this.projectId, input.id);
-    // A promise constructor, so that a conflict is a rejection like every other refusal, never a throw.
-    if (stored) return new Promise((resolve) => resolve(this.repeatOf(input, stored, stored.answer)));
+    if (stored) {
+      // Still being replicated by an ingest this actor never saw (the actor that held the project
+      // before it on a cluster node, dropped after its drain ran out of time): a repeat only once that
+      // is kept. If it is taken back instead, this copy is refused as the first was, to be sent again.
+      const replicating = this.deps.store.replicationOf(this.projectId, input.id);
+      if (replicating) return replicating.then(() => this.repeatOf(input, stored, stored.answer), (error: unknown) => Promise.reject(notStoredError(error)));
+      // A promise constructor, so that a conflict is a rejection like every other refusal, never a throw.
+      return new Promise((resolve) => resolve(this.repeatOf(input, stored, stored.answer)));
+    }
 
     // Made before it is stored: a copy of the id arriving meanwhile is compared with it.
     const first = firstIngestOf(input, input.id, now);
@@ -194,11 +201,7 @@ export class ProjectActor {
     try {
       await this.lifecycle.tracked(this.deps.store.writeIngest(this.projectId, event, delivery));
     } catch (error) {
-      const code = (error as { code?: unknown }).code;
-      if (code === 'ENOSPC' || code === 'MDB_MAP_FULL' || /MDB_MAP_FULL|ENOSPC|No space left/.test(String((error as Error).message))) {
-        throw new HooklineError('HOOKLINE_ERR_STORAGE_FULL', 'the disk holding the data directory is full; nothing was stored. Free space; stored events are still being delivered', { cause: error, retryAfterSeconds: 30 });
-      }
-      throw new HooklineError('HOOKLINE_ERR_STORAGE', 'the event could not be stored durably and was not accepted; send it again', { cause: error, retryAfterSeconds: 1 });
+      throw notStoredError(error);
     }
     this.deps.metrics.eventsIngested.inc({ matched: String(matched) });
     if (delivery) this.lifecycle.admit(headOf(delivery), envelope);
@@ -365,4 +368,13 @@ export class ProjectActor {
     this.lifecycle.dropFromBudget();
     this.operational.dropFromBudget();
   }
+}
+
+/** Why an ingest's event was not kept (its commit or its replication failed), as the sender is told. */
+function notStoredError(error: unknown): HooklineError {
+  const code = (error as { code?: unknown }).code;
+  if (code === 'ENOSPC' || code === 'MDB_MAP_FULL' || /MDB_MAP_FULL|ENOSPC|No space left/.test(String((error as Error).message))) {
+    return new HooklineError('HOOKLINE_ERR_STORAGE_FULL', 'the disk holding the data directory is full; nothing was stored. Free space; stored events are still being delivered', { cause: error, retryAfterSeconds: 30 });
+  }
+  return new HooklineError('HOOKLINE_ERR_STORAGE', 'the event could not be stored durably and was not accepted; send it again', { cause: error, retryAfterSeconds: 1 });
 }

@@ -4,6 +4,7 @@ import type { DeliveryRecord, EventRecord, WebhookRecord } from '../../src/store
 import { startReceiver } from '../helpers/receiver.js';
 import { configureReceiver, startTestHookline } from '../helpers/hookline.js';
 import { deliveryWithTransitions, openTempStore } from '../helpers/store-fixtures.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 /**
  * The store's side of cluster replication, in process: an ingest counts as accepted only once its
@@ -48,6 +49,50 @@ describe('replication of an ingest', () => {
     expect(replicator.events).toEqual(['evt_unreplicated']);
     const deliveries = (await hookline.api('GET', '/v1/logs/webhook-deliveries')).body.data as Array<{ id: string }>;
     expect(deliveries.map((delivery) => delivery.id)).toEqual([retry.body.deliveryId]);
+  });
+});
+
+describe('a copy of an event whose replication is still running', () => {
+  it('is not answered as a repeat by an actor that never saw the first ingest: when the append fails, it is refused as the first was and the event is not kept', async () => {
+    const hookline = await startTestHookline();
+    const receiver = await startReceiver();
+    await configureReceiver(hookline, receiver);
+    // The first event append waits until the test fails it; later ones are stored.
+    let failFirst!: (error: Error) => void;
+    const firstAppend = new Promise<void>((_, reject) => (failFirst = reject));
+    const replicated: string[] = [];
+    let appends = 0;
+    hookline.node.engine.store.replicator = {
+      async project() {},
+      async delivery() {},
+      async deliverySteps() {},
+      async webhook() {},
+      async event(_projectId: string, record: EventRecord) {
+        if (appends++ === 0) await firstAppend;
+        replicated.push(record.id);
+      },
+    };
+    const event = { id: 'evt_replicating', type: 'service.trigger.event', data: { n: 1 } };
+    const first = hookline.api('POST', '/v1/events', { body: event });
+    await waitFor(() => hookline.node.engine.store.getEvent('default', event.id) !== undefined, { message: 'the first copy committed here' });
+
+    // The project's actor is dropped while that ingest still waits (a partition handed back whose
+    // drain ran out of time), so the next copy meets a new actor and the event already in LMDB.
+    await hookline.node.engine.releaseProjects(() => true);
+    const second = hookline.api('POST', '/v1/events', { body: event });
+    const early = await Promise.race([second.then(() => 'answered'), new Promise((resolve) => setTimeout(resolve, 300, 'waiting'))]);
+    expect(early).toBe('waiting');
+
+    failFirst(new Error('changelog append timed out'));
+    expect((await first).status).toBe(503);
+    const refused = await second;
+    expect(refused.status).toBe(503);
+    expect(refused.body.error.code).toBe('storage_unavailable');
+    expect(hookline.node.engine.store.getEvent('default', event.id)).toBeUndefined();
+
+    const again = await hookline.api('POST', '/v1/events', { body: event });
+    expect(again.status).toBe(202);
+    expect(replicated).toEqual([event.id]);
   });
 });
 
