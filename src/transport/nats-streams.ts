@@ -155,18 +155,18 @@ export function kvKeyLister(manager: JetStreamManager, bucket: string): (filter:
 
 /**
  * The durable consumer, created with `config` when absent. An existing one is used as it is, but
- * for its `max_ack_pending`, which is set to `config`'s: the flow control is this version's choice
- * (a cluster node's partition consumers hold fewer than earlier versions made them).
+ * for the fields of `enforced` (a cluster node's partition consumers hold fewer unacknowledged
+ * messages than earlier versions made them with), which are set where they differ.
  */
-export async function ensureConsumer(manager: JetStreamManager, stream: string, config: Partial<ConsumerConfig> & { durable_name: string }, log?: SetupLog): Promise<void> {
+export async function ensureConsumer(manager: JetStreamManager, stream: string, config: Partial<ConsumerConfig> & { durable_name: string }, log?: SetupLog, enforced: Partial<ConsumerConfig> = {}): Promise<void> {
   await retrying(`creating consumer ${config.durable_name} on ${stream}`, async () => {
     const existing = await manager.consumers.info(stream, config.durable_name).catch((error: unknown) => {
       if (isNotFound(error)) return null;
       throw error;
     });
     if (!existing) await manager.consumers.add(stream, config);
-    else if (config.max_ack_pending !== undefined && existing.config.max_ack_pending !== config.max_ack_pending) {
-      await manager.consumers.update(stream, config.durable_name, { max_ack_pending: config.max_ack_pending });
+    else if (Object.entries(enforced).some(([field, value]) => existing.config[field as keyof ConsumerConfig] !== value)) {
+      await manager.consumers.update(stream, config.durable_name, enforced);
     }
   }, log);
 }

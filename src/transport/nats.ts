@@ -43,8 +43,8 @@ export interface NatsTransportOptions {
   /** Messages pulled per request, and the size of the local buffer. @default DEFAULT_PULL_BATCH (512) */
   batch?: number;
   /**
-   * Unacknowledged messages the server lets this consumer hold at most (flow control); an existing
-   * durable consumer with another bound is updated to this one.
+   * Unacknowledged messages the server lets this consumer hold at most (flow control). Given, an
+   * existing durable consumer with another bound is set to it; left out, an existing one keeps its own.
    * @default DEFAULT_MAX_ACK_PENDING (2048)
    */
   maxAckPending?: number;
@@ -259,7 +259,7 @@ export class NatsTransport implements InboundTransport {
       filter_subject: filter,
       max_ack_pending: this.options.maxAckPending ?? DEFAULT_MAX_ACK_PENDING,
       ack_wait: nanos(30_000),
-    }, log);
+    }, log, this.options.maxAckPending !== undefined ? { max_ack_pending: this.options.maxAckPending } : {});
   }
 
   /**

@@ -267,6 +267,17 @@ describe('NatsTransport flow control', () => {
     expect(sink.maxInflight).toBe(64);
   });
 
+  it('leaves an existing durable consumer its own max_ack_pending when none is given (the single-node consumer)', async () => {
+    const names = uniqueNatsNames();
+    streams.add(names.natsStream);
+    await manager.streams.add({ name: names.natsStream, subjects: [`${names.natsSubjectPrefix}.>`], storage: StorageType.File });
+    await manager.consumers.add(names.natsStream, { durable_name: names.natsDurable, ack_policy: AckPolicy.Explicit, filter_subject: `${names.natsSubjectPrefix}.>`, max_ack_pending: 100 });
+    const transport = new NatsTransport({ servers: SHARED_NATS_URL, stream: names.natsStream, subjectPrefix: names.natsSubjectPrefix, durable: names.natsDurable });
+    await transport.start(new ScriptedSink());
+    transports.push(transport);
+    expect((await manager.consumers.info(names.natsStream, names.natsDurable)).config.max_ack_pending).toBe(100);
+  });
+
   it('hands a backlog to the sink at most MAX_MESSAGES_PER_TURN messages per turn of the event loop', async () => {
     // Ingests started in each turn of the event loop (counted by an immediate that runs once a turn):
     // the delivery side's I/O is read only between turns.
