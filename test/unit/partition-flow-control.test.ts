@@ -11,7 +11,7 @@ describe('partitionFlowControl', () => {
     expect(partitionFlowControl(1024)).toEqual({ maxAckPending: 256, batch: 256 });
   });
 
-  it('lets a node holding every partition hold about what a single node holds, never less, and never pulls more than it may hold', () => {
+  it('lets a node holding every partition hold at least what a single node holds, more only by the rounding up or the floor, and never pull more than it may hold', () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 1024 }), (partitions) => {
         const { maxAckPending, batch } = partitionFlowControl(partitions);
