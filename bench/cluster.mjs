@@ -29,7 +29,8 @@
 //      (10000), BENCH_WARMUP (1000), BENCH_PROJECTS (64), BENCH_IN_FLIGHT (256), BENCH_CONCURRENCY
 //      (64), BENCH_FAILOVER_RATE (300), BENCH_LEASES (2s,5s), BENCH_SKIP (throughput,failover,replicas),
 //      BENCH_REPLICA_NODES (3),
-//      BENCH_KEEP=1 (keep temp dirs with each node's log), BENCH_PROFILE_DIR (run every node with
+//      BENCH_LEASE (5s: the throughput runs' HOOKLINE_LEASE_TTL; a short one overloads the leases),
+//      BENCH_KEEP=1 (keep temp dirs with each node's log and, on the shared NATS, the streams), BENCH_PROFILE_DIR (run every node with
 //      --cpu-prof, profiles into that dir), BENCH_NODE_ARGS (more node options for every node, e.g.
 //      "--trace-gc"; their output goes to the node's log). HOOKLINE_* variables reach the nodes.
 // Smoke run: BENCH_N=1000 BENCH_WARMUP=200 BENCH_NODES=1,2 BENCH_LEASES=2s npm run bench:cluster
@@ -127,6 +128,15 @@ async function receiverMain() {
       res.end(JSON.stringify({ received: s.received, unique: s.ids.size, duplicates: s.duplicates, first_at: s.firstAt, last_at: s.lastAt }));
       return;
     }
+    if (url.pathname === '/missing') {
+      // Ids evt_<tag>_0 .. evt_<tag>_<n-1> not received yet: names the events a stuck run lost.
+      const tag = url.searchParams.get('tag');
+      const missing = [];
+      for (let seq = 0; seq < Number(url.searchParams.get('n')) && missing.length < 100; seq++) if (!s.ids.has(`evt_${tag}_${seq}`)) missing.push(`evt_${tag}_${seq}`);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ missing }));
+      return;
+    }
     if (url.pathname === '/first-after') {
       // First receipt after `t` of an event of one of `projects`.
       const after = Number(url.searchParams.get('t'));
@@ -168,6 +178,7 @@ const IN_FLIGHT = num('BENCH_IN_FLIGHT', 256);
 const CONCURRENCY = num('BENCH_CONCURRENCY', 64);
 const FAILOVER_RATE = num('BENCH_FAILOVER_RATE', 300);
 const LEASES = list('BENCH_LEASES', '2s,5s');
+const THROUGHPUT_LEASE = env.BENCH_LEASE ?? '5s';
 const SKIP = new Set(list('BENCH_SKIP', ''));
 const KEEP = env.BENCH_KEEP === '1';
 const PROFILE_ARGS = [...(env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(env.BENCH_PROFILE_DIR)}`] : []), ...(env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
@@ -255,7 +266,7 @@ async function startCluster(label, count, lease, { natsUrl = NATS_URL, nodeEnv =
   const dispose = async () => {
     await Promise.all(nodes.map((node) => stopChild(node.cp)));
     await stopChild(receiver);
-    if (natsUrl !== NATS_URL) return; // its own NATS servers: they go with their stores
+    if (natsUrl !== NATS_URL || KEEP) return; // its own NATS servers go with their stores; BENCH_KEEP keeps the streams
     const { jetstreamManager } = await import('@nats-io/jetstream');
     const jsm = await jetstreamManager(nc);
     for (const stream of [names.stream, `${names.stream}_CHANGELOG`, `KV_${names.stream}_directory`, `KV_${names.stream}_leases`]) await jsm.streams.delete(stream).catch(() => {});
@@ -274,12 +285,18 @@ async function produce(cluster, kind, n, tag, { rate = 0, timeoutMs = 300_000 } 
   if (code !== 0) throw new Error(`${kind} producer failed: ${producer.output()}`);
   const report = JSON.parse(producer.output().trim().split('\n').pop());
   if (report.accepted !== n) throw new Error(`${kind} producer: ${report.accepted} of ${n} accepted`);
-  await waitFor(`${n} events delivered`, async () => (await cluster.stats()).unique >= n, { timeoutMs, intervalMs: 100 });
+  try {
+    await waitFor(`${n} events delivered`, async () => (await cluster.stats()).unique >= n, { timeoutMs, intervalMs: 100 });
+  } catch (error) {
+    const { missing } = await request('GET', `${cluster.receiverUrl}/missing?tag=${tag}&n=${n}`);
+    log(`not delivered (first ${missing.length}): ${missing.join(' ')}${KEEP ? `; streams kept: ${cluster.names.stream}` : ''}`);
+    throw error;
+  }
   return report;
 }
 
 async function throughput(count, kind, { label = `${kind}-${count}`, clusterOptions = {}, natsPids = [] } = {}) {
-  const cluster = await startCluster(label, count, '5s', clusterOptions);
+  const cluster = await startCluster(label, count, THROUGHPUT_LEASE, clusterOptions);
   try {
     if (WARMUP > 0) await produce(cluster, kind, WARMUP, `warm${count}${kind}`);
     await request('POST', `${cluster.receiverUrl}/reset`);

@@ -17,7 +17,8 @@ import type { DeliveryChange, DeliveryRecord, EventRecord, WebhookRecord } from 
  * group commit), so the records of one LMDB commit cost JetStream one stored message and the
  * client one request, not one each (in the profile of issue 12, the per-request cost of the NATS
  * client and the server's per-message work were the largest share of a cluster node's CPU). Two
- * versions of one record in the same batch are sent once, as the later.
+ * versions of one record in the same batch are sent once, as the later. Records appended together
+ * (`appendTogether`: an event and its delivery) share a message even when a batch takes several.
  *
  * Earlier versions wrote one message per record on `<prefix>.<partition>.<kind>.<projectId>[.<id>]`,
  * one kept per subject; a restore reads those too, and a stream made then is widened to keep every
@@ -71,7 +72,10 @@ interface Waiter {
 
 /** One partition's appends: those waiting for the next batch, and where its subject stands. */
 interface PartitionLog {
-  /** Packed entries for the next batch by record key; a later version replaces an earlier one. */
+  /**
+   * Packed entries for the next batch by record key (records appended together: their keys
+   * joined); a later version replaces an earlier one. An entry is never split across messages.
+   */
   waiting: Map<string, Buffer>;
   waiters: Waiter[];
   /** Where the partition's batches go: `<prefix>.<partition>.log`. */
@@ -131,9 +135,22 @@ export class PartitionChangelog {
    * lost), a holder's batch wins: it is appended again over the current last sequence.
    */
   append(partition: number, change: ChangelogRecord, stillHeld: () => boolean): Promise<void> {
+    return this.appendTogether(partition, [change], stillHeld);
+  }
+
+  /**
+   * `append` for records that must never be stored one without the other (an event and the
+   * delivery made with it): they go in the same message, so a restore finds both or neither.
+   */
+  appendTogether(partition: number, changes: readonly ChangelogRecord[], stillHeld: () => boolean): Promise<void> {
     const log = this.logOf(partition);
+    const key = changes.map(recordKey).join(' ');
     // Packed now: the caller's record may change after this call, the version appended may not.
-    log.waiting.set(recordKey(change), pack([KIND_TOKEN[change.kind], change.projectId, change.record]));
+    const packed = changes.length === 1 ? pack(entryOf(changes[0]!)) : Buffer.concat(changes.map((change) => pack(entryOf(change))));
+    // Deleted first, so the entry moves to the end: a record appended alone and again with others
+    // has its latest version last in the batch, whichever key held it.
+    log.waiting.delete(key);
+    log.waiting.set(key, packed);
     log.stillHeld = stillHeld;
     const stored = new Promise<void>((resolve, reject) => log.waiters.push({ resolve, reject }));
     // The next turn, not now: every append of the commit that resolved in this turn joins the batch.
@@ -246,6 +263,11 @@ export class PartitionChangelog {
     const log = this.logs.get(partition);
     if (log) log.lastSequence = undefined;
   }
+}
+
+/** A record as a batch holds it: `[kind token, projectId, record]`. */
+function entryOf(change: ChangelogRecord): [KindToken, string, unknown] {
+  return [KIND_TOKEN[change.kind], change.projectId, change.record];
 }
 
 /** Identifies a record within its partition: two versions of it share the key (steps: the same first transition). */

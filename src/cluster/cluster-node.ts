@@ -9,7 +9,7 @@ import type { Logger } from '../actors/project-actor.js';
 import type { Settings } from '../config/settings.js';
 import { HooklineError } from '../errors.js';
 import { partitionOf } from '../sdk/partition.js';
-import type { ProjectRecord } from '../store/records.js';
+import type { DeliveryRecord, ProjectRecord } from '../store/records.js';
 import type { StoreReplicator } from '../store/store.js';
 import { NatsTransport } from '../transport/nats.js';
 import { natsAccess } from '../transport/nats-access.js';
@@ -18,7 +18,7 @@ import { natsStartError } from '../transport/nats-start-error.js';
 import { ensureKv, kvKeyLister, reachJetStream } from '../transport/nats-streams.js';
 import { verdictSubjectPrefix } from '../transport/verdict.js';
 import type { EventSink } from '../transport/types.js';
-import { PartitionChangelog } from './changelog.js';
+import { PartitionChangelog, type ChangelogRecord } from './changelog.js';
 import { ClusterCoordinator } from './coordinator.js';
 import { partitionFlowControl } from './flow-control.js';
 import type { PartitionHost } from './coordinator.js';
@@ -254,9 +254,14 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
     await this.changelog.append(partition, { kind: 'steps', projectId, record: { id: deliveryId, changes } }, () => this.leases.isValid(partition));
   }
 
-  async event(projectId: string, record: Parameters<StoreReplicator['event']>[1]): Promise<void> {
+  async event(projectId: string, record: Parameters<StoreReplicator['event']>[1], delivery: DeliveryRecord | null): Promise<void> {
+    // One check and one message for both: checked apart, the lease could lapse between them, and
+    // the event alone reach the changelog while its ingest was taken back and answered 503. The
+    // sender's retry then met the restored event and was answered as a repeat, with no delivery.
     const partition = this.partitionToAppend(projectId);
-    await this.changelog.append(partition, { kind: 'event', projectId, record }, () => this.leases.isValid(partition));
+    const changes: ChangelogRecord[] = [{ kind: 'event', projectId, record }];
+    if (delivery) changes.push({ kind: 'delivery', projectId, record: delivery });
+    await this.changelog.appendTogether(partition, changes, () => this.leases.isValid(partition));
   }
 
   async webhook(projectId: string, record: Parameters<StoreReplicator['webhook']>[1]): Promise<void> {

@@ -39,7 +39,8 @@ export interface StoreReplicator {
   delivery(projectId: string, record: DeliveryRecord): Promise<void>;
   /** Steps of a delivery whose record (`delivery`) went before: what a step adds, not the record re-read. */
   deliverySteps(projectId: string, deliveryId: string, changes: readonly DeliveryChange[]): Promise<void>;
-  event(projectId: string, record: EventRecord): Promise<void>;
+  /** An event and, when one was made with it, its delivery: stored together or not at all. */
+  event(projectId: string, record: EventRecord, delivery: DeliveryRecord | null): Promise<void>;
   webhook(projectId: string, record: WebhookRecord): Promise<void>;
 }
 
@@ -288,7 +289,7 @@ export class HooklineStore {
 
   private async replicateIngest(replicator: StoreReplicator, projectId: string, event: EventRecord, delivery: DeliveryRecord | null): Promise<void> {
     try {
-      await Promise.all([replicator.event(projectId, event), delivery ? replicator.delivery(projectId, delivery) : null]);
+      await replicator.event(projectId, event, delivery);
     } catch (error) {
       // Not replicated, so not accepted: take it back, or the sender's retry would be answered as a
       // repeat of an event that the next owner of the partition would never know about.
@@ -365,7 +366,7 @@ export class HooklineStore {
       this.deliveryTables.putWholeRecord(projectId, delivery);
       return event;
     }));
-    if (this.replicator) await Promise.all([this.replicator.event(projectId, event), this.replicator.delivery(projectId, delivery)]);
+    await this.replicator?.event(projectId, event, delivery);
   }
 
   /**

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { RetentionPolicy, StorageType, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { pack } from 'msgpackr';
+import { pack, unpackMultiple } from 'msgpackr';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PartitionChangelog } from '../../src/cluster/changelog.js';
 import type { ChangelogRecord } from '../../src/cluster/changelog.js';
@@ -124,6 +124,44 @@ describe('partition changelog', () => {
     const gap = records.get('dlv_gap')!.record as DeliveryRecord;
     expect(gap.status).toBe('delivering');
     expect(gap.transitions).toHaveLength(2);
+  });
+
+  it('stores records appended together in one message, even where the turn\'s appends fill several', async () => {
+    const { changelog, stream } = await changelogHolding(5);
+    // Pairs of a large event and its small delivery, sized so that the first message's limit falls
+    // between an event and its delivery: appended one record at a time, that pair would be split.
+    const limit = (nc.info?.max_payload ?? 1024 * 1024) - 4096;
+    const pairs = 20;
+    const deliveryOf = (i: number) => deliveryWithTransitions(`dlv_${String(i).padStart(3, '0')}`, 1, 'pending');
+    const deliveryBytes = pack(['d', 'p1', deliveryOf(0)]).length;
+    const pairBytes = Math.floor((limit + deliveryBytes) / pairs); // pairs × pairBytes > limit ≥ that less one delivery
+    const eventOf = (i: number, padding: number): EventRecord => ({ ...event(`evt_${String(i).padStart(3, '0')}`), envelope: new Uint8Array(padding) });
+    const eventBytes = (padding: number) => pack(['e', 'p1', eventOf(0, padding)]).length;
+    const roughly = pairBytes - deliveryBytes - eventBytes(0);
+    const padding = roughly - (eventBytes(roughly) - (pairBytes - deliveryBytes)); // the envelope's header grows with it
+    expect(pack(['e', 'p1', eventOf(0, padding)]).length + deliveryBytes).toBe(pairBytes);
+    expect(pairs * pairBytes - deliveryBytes).toBeLessThanOrEqual(limit);
+    expect(pairs * pairBytes).toBeGreaterThan(limit);
+
+    await Promise.all(
+      Array.from({ length: pairs + 5 }, (_, i) =>
+        changelog.appendTogether(5, [{ kind: 'event', projectId: 'p1', record: eventOf(i, padding) }, { kind: 'delivery', projectId: 'p1', record: deliveryOf(i) }], held),
+      ),
+    );
+    const { state } = await manager.streams.info(stream);
+    expect(state.messages).toBeGreaterThanOrEqual(2);
+    const ids: string[][] = [];
+    for (let seq = state.first_seq; seq <= state.last_seq; seq++) {
+      const message = await manager.streams.getMessage(stream, { seq });
+      ids.push((unpackMultiple(message!.data) as Array<[string, string, { id: string }]>).map(([, , record]) => record.id.slice(4)));
+    }
+    expect(ids.flat()).toHaveLength(2 * (pairs + 5));
+    // Each message holds whole pairs: every event's delivery beside it.
+    for (const message of ids) {
+      expect(message.length % 2).toBe(0);
+      for (let i = 0; i < message.length; i += 2) expect(message[i + 1]).toBe(message[i]);
+    }
+    expect(ids[0]).toHaveLength(2 * (pairs - 1));
   });
 
   it('restores records of the one-message-per-record format and widens that stream to keep every batch', async () => {

@@ -11,7 +11,10 @@ import { waitFor } from '../helpers/wait-for.js';
  * changelog append succeeded, and a takeover's restore never moves a record back in time.
  */
 
-/** A replicator that records what it is given and fails the next `failures` event appends. */
+/**
+ * A replicator that records what it is given (an event as `eventId/deliveryId`: the delivery made
+ * with it comes in the same call) and fails the next `failures` event appends.
+ */
 function recordingReplicator(failures: number): StoreReplicator & { events: string[] } {
   const events: string[] = [];
   return {
@@ -20,12 +23,12 @@ function recordingReplicator(failures: number): StoreReplicator & { events: stri
     async delivery() {},
     async deliverySteps() {},
     async webhook() {},
-    async event(_projectId: string, record: EventRecord) {
+    async event(_projectId: string, record: EventRecord, delivery: DeliveryRecord | null) {
       if (failures > 0) {
         failures--;
         throw new Error('changelog append timed out');
       }
-      events.push(record.id);
+      events.push(`${record.id}/${delivery?.id}`);
     },
   };
 }
@@ -46,7 +49,8 @@ describe('replication of an ingest', () => {
     const retry = await hookline.api('POST', '/v1/events', { body: event });
     expect(retry.status).toBe(202);
     expect(retry.body.deliveryId).toMatch(/^dlv_/);
-    expect(replicator.events).toEqual(['evt_unreplicated']);
+    // The event and its delivery in one append: apart, the event alone could reach the changelog.
+    expect(replicator.events).toEqual([`evt_unreplicated/${retry.body.deliveryId}`]);
     const deliveries = (await hookline.api('GET', '/v1/logs/webhook-deliveries')).body.data as Array<{ id: string }>;
     expect(deliveries.map((delivery) => delivery.id)).toEqual([retry.body.deliveryId]);
   });
