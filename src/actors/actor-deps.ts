@@ -3,6 +3,7 @@ import type { AttemptOutcome, SendRequest } from '../transport/http-sender.js';
 import type { Clock } from './clock.js';
 import type { DeliveryScheduler } from './delivery-scheduler.js';
 import type { EngineMetrics } from './engine-metrics.js';
+import type { IngestsInFlight } from './ingests-in-flight.js';
 import type { OperationalNotify } from './operational-events.js';
 import type { Webhook } from './webhook-settings.js';
 
@@ -32,6 +33,8 @@ export interface ProjectActorDeps {
   endpointConcurrency: number;
   /** Shared by every actor of the engine: deliveries held in memory, and the most allowed. */
   liveBudget: { count: number; readonly max: number };
+  /** Shared by every actor of the engine: ingests of event ids not yet stored and replicated. */
+  ingestsInFlight: IngestsInFlight;
   /**
    * Cluster mode: whether this node may act for the project right now (its partition's lease is
    * valid). Checked before every attempt, so a node that lost its lease starts none.

@@ -16,6 +16,7 @@ import type { Clock } from './clock.js';
 import { systemClock } from './clock.js';
 import { DeliveryScheduler } from './delivery-scheduler.js';
 import { EngineMetrics } from './engine-metrics.js';
+import { IngestsInFlight } from './ingests-in-flight.js';
 import type { DeliverySender, IngestResult, Logger } from './project-actor.js';
 import { ProjectActor } from './project-actor.js';
 import { operationalStoreId, projectOfStoreId } from './operational-events.js';
@@ -74,6 +75,7 @@ export class Engine implements BatchEventSink {
   private readonly logger: Logger;
   private readonly random: () => number;
   private readonly liveBudget: { count: number; readonly max: number };
+  private readonly ingestsInFlight = new IngestsInFlight();
   private readonly ownership: EngineOptions['ownership'];
   private readonly transports: InboundTransport[];
   private pruneTimer: NodeJS.Timeout | null = null;
@@ -146,6 +148,7 @@ export class Engine implements BatchEventSink {
         disableAfterMs: this.settings.disableAfterMs,
         endpointConcurrency: this.settings.endpointConcurrency,
         liveBudget: this.liveBudget,
+        ingestsInFlight: this.ingestsInFlight,
         ...(this.ownership ? { mayAct: () => this.owns(projectId) } : {}),
       });
       this.actors.set(projectId, actor);

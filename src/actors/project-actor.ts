@@ -12,6 +12,7 @@ import type { ProjectActorDeps } from './actor-deps.js';
 import { DeliveryLifecycle } from './delivery-lifecycle.js';
 import type { FirstIngest } from './envelope.js';
 import { firstIngestOf, isRepeatOf } from './envelope.js';
+import type { IngestResult } from './ingests-in-flight.js';
 import type { LiveDelivery } from './live-delivery.js';
 import { liveFromHead, liveFromSchedule } from './live-delivery.js';
 import { nextDeliveryId } from './ordered-line.js';
@@ -21,6 +22,7 @@ import type { OperationalEventData, OperationalEventType } from './operational-e
 import { operationalEnvelope, operationalStoreId } from './operational-events.js';
 
 export type { DeliverySender, Logger, ProjectActorDeps } from './actor-deps.js';
+export type { IngestResult } from './ingests-in-flight.js';
 
 /**
  * One project's actor. It owns the project's configuration snapshot and its live deliveries, and is
@@ -32,15 +34,8 @@ export type { DeliverySender, Logger, ProjectActorDeps } from './actor-deps.js';
  * redrive, replay). What happens to a delivery once it is live is `DeliveryLifecycle`'s.
  */
 
-export interface IngestResult {
-  answer: IngestAnswer;
-  /** True when the event id was seen before with the same body: nothing new was stored. */
-  duplicate: boolean;
-}
-
 export class ProjectActor {
   private webhook: Webhook | undefined;
-  private readonly ingesting = new Map<string, FirstIngest & { result: Promise<IngestResult> }>();
   private readonly lifecycle: DeliveryLifecycle;
   /** Hookline's own events about the project, to its operational URL (operational-events.ts). */
   private readonly operational: DeliveryLifecycle;
@@ -140,25 +135,17 @@ export class ProjectActor {
       return this.storeNewEvent(input, eventId, firstIngestOf(input, eventId, now), now);
     }
 
-    const sameId = this.ingesting.get(input.id);
+    // Until the first ingest of the id is stored and replicated, a copy waits for its outcome.
+    const sameId = this.deps.ingestsInFlight.get(this.projectId, input.id);
     if (sameId) return sameId.result.then((first) => this.repeatOf(input, sameId, first.answer));
     const stored = this.deps.store.getEvent(this.projectId, input.id);
-    if (stored) {
-      // Still being replicated by an ingest this actor never saw (the actor that held the project
-      // before it on a cluster node, dropped after its drain ran out of time): a repeat only once that
-      // is kept. If it is taken back instead, this copy is refused as the first was, to be sent again.
-      const replicating = this.deps.store.replicationOf(this.projectId, input.id);
-      if (replicating) return replicating.then(() => this.repeatOf(input, stored, stored.answer), (error: unknown) => Promise.reject(notStoredError(error)));
-      // A promise constructor, so that a conflict is a rejection like every other refusal, never a throw.
-      return new Promise((resolve) => resolve(this.repeatOf(input, stored, stored.answer)));
-    }
+    // A promise constructor, so that a conflict is a rejection like every other refusal, never a throw.
+    if (stored) return new Promise((resolve) => resolve(this.repeatOf(input, stored, stored.answer)));
 
     // Made before it is stored: a copy of the id arriving meanwhile is compared with it.
     const first = firstIngestOf(input, input.id, now);
     const result = this.storeNewEvent(input, input.id, first, now);
-    this.ingesting.set(input.id, { ...first, result });
-    const forget = () => this.ingesting.delete(input.id!);
-    result.then(forget, forget);
+    this.deps.ingestsInFlight.track(this.projectId, input.id, { ...first, result });
     return result;
   }
 

@@ -132,7 +132,6 @@ function compile(
   assertPlainNode(root, where);
 
   const nodes = Object.values(root.states) as AnyStateNode[];
-  const nodeByKey = new Map<string, AnyStateNode>(nodes.map((node) => [node.key, node]));
   for (const node of nodes) {
     const at = `${where}, state '${node.key}'`;
     if (node.type !== 'atomic' && node.type !== 'final') refuse(`${at}: only atomic and final states are supported`);

@@ -50,10 +50,6 @@ export type RestoredRecord =
   | { kind: 'event'; record: EventRecord }
   | { kind: 'webhook'; record: WebhookRecord };
 
-function replicationKey(projectId: string, eventId: string): string {
-  return `${projectId}\u0000${eventId}`;
-}
-
 /** How often the used size is re-read from LMDB's stats: often enough for a quota, cheap on ingest. */
 const QUOTA_CHECK_INTERVAL_MS = 250;
 
@@ -117,8 +113,6 @@ export class HooklineStore {
   /** The bounds on a flush and on a delivery commit, each on one timer for all. */
   private readonly flushConfirm = new FixedDelayTimers(FLUSH_CONFIRM_MS);
   private readonly deliveryCommitConfirm = new FixedDelayTimers(DELIVERY_COMMIT_CONFIRM_MS);
-  /** Ingests committed here whose replication (cluster) has not settled, by `replicationKey`. */
-  private readonly ingestsReplicating = new Map<string, Promise<void>>();
   /** Set while `ingestTogether` runs: the ingests it makes are issued in one batch. */
   private together: WriteGroup<{ durable(): Promise<void> }> | null = null;
 
@@ -266,25 +260,7 @@ export class HooklineStore {
     } finally {
       this.ingestingBytes -= diskBytes;
     }
-    if (this.replicator) {
-      const key = replicationKey(projectId, event.id);
-      const replicated = this.replicateIngest(this.replicator, projectId, event, delivery);
-      this.ingestsReplicating.set(key, replicated);
-      try {
-        await replicated;
-      } finally {
-        this.ingestsReplicating.delete(key);
-      }
-    }
-  }
-
-  /**
-   * The replication of an ingest whose event is committed here but not yet replicated, if there
-   * is one. Until it settles, the event may still be taken back: a copy of it answered as a repeat
-   * now would be acknowledged for an event that is then not kept.
-   */
-  replicationOf(projectId: string, eventId: string): Promise<void> | undefined {
-    return this.ingestsReplicating.get(replicationKey(projectId, eventId));
+    if (this.replicator) await this.replicateIngest(this.replicator, projectId, event, delivery);
   }
 
   private async replicateIngest(replicator: StoreReplicator, projectId: string, event: EventRecord, delivery: DeliveryRecord | null): Promise<void> {

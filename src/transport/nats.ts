@@ -3,7 +3,7 @@ import type { ConsumerMessages, JetStreamManager, JsMsg } from '@nats-io/jetstre
 import { nanos } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../actors/project-actor.js';
-import { HooklineError, isHooklineError } from '../errors.js';
+import { isHooklineError } from '../errors.js';
 import { eventInputSchema } from './event-input.js';
 import type { EventInput } from './event-input.js';
 import type { NatsAccess } from './nats-access.js';
