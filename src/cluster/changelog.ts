@@ -252,7 +252,7 @@ export class PartitionChangelog {
         messages.stop();
       }
     }
-    const records = withSteps(latest.values());
+    const records = withoutTakenBack(withSteps(latest.values()));
     await Promise.all(records.map((change) => apply(change)));
     log.lastSequence = lastSequence;
     return records.length;
@@ -308,6 +308,20 @@ function withSteps(changes: Iterable<ChangelogRecord>): RestoredChange[] {
     }
     return { ...change, record: withChanges(change.record, contiguous) };
   });
+}
+
+/**
+ * The records less the deliveries of ingests that were taken back. An append whose answer never
+ * came (it timed out) may be stored all the same, while the node took its event back and answered
+ * 503; the sender's retry then made the event anew, with a new delivery. An event's latest version
+ * lists every delivery made for it (an ingest's, then each replay's), so a delivery that its
+ * restored event does not list is such a leftover: restored, it would be sent again under another
+ * `webhook-id`. A delivery whose event is not in the changelog is kept.
+ */
+function withoutTakenBack(records: RestoredChange[]): RestoredChange[] {
+  const deliveriesOf = new Map<string, readonly string[]>();
+  for (const change of records) if (change.kind === 'event') deliveriesOf.set(`${change.projectId}.${change.record.id}`, change.record.deliveryIds);
+  return records.filter((change) => change.kind !== 'delivery' || (deliveriesOf.get(`${change.projectId}.${change.record.eventId}`)?.includes(change.record.id) ?? true));
 }
 
 /** A `[kind token, projectId, record]` entry as a change, or null when it is not one. */

@@ -164,6 +164,24 @@ describe('partition changelog', () => {
     expect(ids[0]).toHaveLength(2 * (pairs - 1));
   });
 
+  it('restores no delivery that its event does not list: the leftover of an ingest taken back after its append timed out', async () => {
+    const { changelog, stream, prefix } = await changelogHolding(6);
+    const eventWith = (id: string, deliveryIds: string[]): EventRecord => ({ ...event(id), answer: { id, deliveryId: deliveryIds[0]! }, deliveryIds });
+    const deliveryFor = (id: string, eventId: string): DeliveryRecord => ({ ...delivery(id, 1, 'pending'), eventId });
+    const ingest = (record: EventRecord, made: DeliveryRecord) =>
+      changelog.appendTogether(6, [{ kind: 'event', projectId: 'p1', record }, { kind: 'delivery', projectId: 'p1', record: made }], held);
+    // Stored, though the node heard only timeouts, took the event back and answered 503 ...
+    await ingest(eventWith('evt_retried', ['dlv_first']), deliveryFor('dlv_first', 'evt_retried'));
+    // ... so the sender's retry made it anew; then it was replayed.
+    await ingest(eventWith('evt_retried', ['dlv_retry']), deliveryFor('dlv_retry', 'evt_retried'));
+    await ingest(eventWith('evt_retried', ['dlv_retry', 'dlv_replay']), deliveryFor('dlv_replay', 'evt_retried'));
+    // A delivery whose event the changelog does not hold is kept.
+    await changelog.append(6, { kind: 'delivery', projectId: 'p1', record: deliveryFor('dlv_alone', 'evt_elsewhere') }, held);
+
+    const records = await restored(new PartitionChangelog(nc, stream, prefix), 6);
+    expect([...records.keys()].sort()).toEqual(['dlv_alone', 'dlv_replay', 'dlv_retry', 'evt_retried']);
+  });
+
   it('restores records of the one-message-per-record format and widens that stream to keep every batch', async () => {
     const { stream, prefix } = names();
     await manager.streams.add({ name: stream, subjects: [`${prefix}.>`], storage: StorageType.File, retention: RetentionPolicy.Limits, max_msgs_per_subject: 1 });
