@@ -48,6 +48,12 @@ export interface NatsTransportOptions {
    * @default DEFAULT_MAX_ACK_PENDING (2048)
    */
   maxAckPending?: number;
+  /**
+   * Most messages handed to the sink in one turn of the event loop. A cluster node's partition
+   * consumers share `MAX_MESSAGES_PER_TURN` out among them (`partitionFlowControl`).
+   * @default MAX_MESSAGES_PER_TURN (256)
+   */
+  messagesPerTurn?: number;
   /** Redelivery delay after a transient failure (storage full, draining). @default 1000 */
   nakDelayMs?: number;
   /**
@@ -222,12 +228,13 @@ export class NatsTransport implements InboundTransport {
     }
   }
 
-  /** Hands the messages collected so far, at most `MAX_MESSAGES_PER_TURN`, to the sink as one batch. */
+  /** Hands the messages collected so far, at most `messagesPerTurn`, to the sink as one batch. */
   private handOver(): void {
     if (this.arrived.length === 0 || !this.sink) return;
     let batch = this.arrived;
-    if (batch.length > MAX_MESSAGES_PER_TURN) {
-      batch = this.arrived.splice(0, MAX_MESSAGES_PER_TURN);
+    const perTurn = this.options.messagesPerTurn ?? MAX_MESSAGES_PER_TURN;
+    if (batch.length > perTurn) {
+      batch = this.arrived.splice(0, perTurn);
       setImmediate(() => this.handOver());
     } else {
       this.arrived = [];

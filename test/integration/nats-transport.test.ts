@@ -278,7 +278,8 @@ describe('NatsTransport flow control', () => {
     expect((await manager.consumers.info(names.natsStream, names.natsDurable)).config.max_ack_pending).toBe(100);
   });
 
-  it('hands a backlog to the sink at most MAX_MESSAGES_PER_TURN messages per turn of the event loop', async () => {
+  /** The most messages the transport handed to its sink in one turn of the event loop, draining a backlog of 2,000. */
+  async function mostHandedInOneTurn(options: { messagesPerTurn?: number }): Promise<number> {
     // Ingests started in each turn of the event loop (counted by an immediate that runs once a turn):
     // the delivery side's I/O is read only between turns.
     const perTurn = new Map<number, number>();
@@ -300,7 +301,7 @@ describe('NatsTransport flow control', () => {
     for (let start = 0; start < total; start += 500) {
       await Promise.all(Array.from({ length: 500 }, (_, i) => js.publish(subject, `{"id":"evt_backlog_${start + i}","type":"service.trigger.event","data":{}}`)));
     }
-    const transport = new NatsTransport({ servers: SHARED_NATS_URL, stream: names.natsStream, subjectPrefix: names.natsSubjectPrefix, durable: names.natsDurable, batch: 1_000 });
+    const transport = new NatsTransport({ servers: SHARED_NATS_URL, stream: names.natsStream, subjectPrefix: names.natsSubjectPrefix, durable: names.natsDurable, batch: 1_000, ...options });
     transports.push(transport);
     await transport.start(sink);
 
@@ -308,7 +309,15 @@ describe('NatsTransport flow control', () => {
     expect(drained.ack_floor.stream_seq).toBe(total);
     expect(sink.ingested).toHaveLength(total);
     counting = false;
-    expect(Math.max(...perTurn.values())).toBe(MAX_MESSAGES_PER_TURN);
+    return Math.max(...perTurn.values());
+  }
+
+  it('hands a backlog to the sink at most MAX_MESSAGES_PER_TURN messages per turn of the event loop', async () => {
+    expect(await mostHandedInOneTurn({})).toBe(MAX_MESSAGES_PER_TURN);
+  });
+
+  it('hands at most its messagesPerTurn (a cluster partition\'s share) per turn', async () => {
+    expect(await mostHandedInOneTurn({ messagesPerTurn: 40 })).toBe(40);
   });
 
   it('stop() resolves only after the messages being ingested are settled', async () => {
