@@ -44,6 +44,9 @@ export interface CoordinatorOptions {
  * partitions become desired by others, who take them as soon as its leases expire.
  */
 
+/** Why a lease whose local validity ran out is fenced: the node's turns or NATS's answers were too slow. */
+const NOT_RENEWED = 'partition lease not renewed in time (this node or NATS answered too slowly); stopped acting for it and handed it back';
+
 /** Partitions restored at once (a restore holds a JetStream consumer open while it reads the changelog). */
 const MAX_ACQUISITIONS_PER_ROUND = 16;
 
@@ -107,7 +110,10 @@ export class ClusterCoordinator {
     const { leases } = this.options;
     await Promise.all(
       leases.heldPartitions().map(async (partition) => {
-        if ((await leases.renew(partition)) === 'lost') this.fence(partition, 'partition lease taken by another node; stopped acting for it');
+        const outcome = await leases.renew(partition);
+        if (outcome === 'lost') this.fence(partition, 'partition lease taken by another node; stopped acting for it');
+        // Its own message: on a single node, "taken by another node" sent operators looking for one.
+        if (outcome === 'lapsed') this.fence(partition, NOT_RENEWED);
       }),
     );
   }
@@ -115,7 +121,7 @@ export class ClusterCoordinator {
   /** Fences every owned partition whose lease is no longer valid by the local clock. */
   watchdog(): void {
     for (const partition of this.owned) {
-      if (!this.options.leases.isValid(partition)) this.fence(partition, 'partition lease not renewed in time; stopped acting for it');
+      if (!this.options.leases.isValid(partition)) this.fence(partition, NOT_RENEWED);
     }
   }
 

@@ -24,8 +24,12 @@ export interface LeaseRecord {
   expiresAt: number;
 }
 
-/** Outcome of a renewal: `lost` means another node has the lease now; `unknown` means NATS did not answer. */
-export type RenewOutcome = 'renewed' | 'lost' | 'unknown';
+/**
+ * Outcome of a renewal: `lost` means another node has the lease now (or this node gave it up);
+ * `lapsed`, that its local validity ran out before a renewal was answered (it is still held, for
+ * `release`); `unknown`, that NATS did not answer.
+ */
+export type RenewOutcome = 'renewed' | 'lost' | 'lapsed' | 'unknown';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -133,14 +137,15 @@ export class PartitionLeases {
    * Extends a lease this node holds, by compare-and-set on the revision it last wrote: if anyone
    * else wrote the key since, the lease is lost. A renewal that gets no answer leaves the lease
    * held but not extended, so it lapses locally at `validUntil` unless a later renewal succeeds
-   * before then; once lapsed it is `lost` (still held, for `release`).
+   * before then; once lapsed it is `lapsed`.
    */
   renew(partition: number): Promise<RenewOutcome> {
     return this.serialized(partition, async () => {
       const lease = this.held.get(partition);
       // A lease that ran out locally stays out: the node has stopped acting for the partition and
       // must hand it back and take it again (restoring it), never quietly resume.
-      if (!lease || this.now() >= lease.validUntil) return 'lost';
+      if (!lease) return 'lost';
+      if (this.now() >= lease.validUntil) return 'lapsed';
       const sentAt = this.now();
       const value = encode({ nodeId: this.nodeId, expiresAt: sentAt + this.leaseMs } satisfies LeaseRecord);
       try {
@@ -149,7 +154,7 @@ export class PartitionLeases {
         // Still ours in KV, but the answer came too late: keep the revision (to release it), not the validity.
         if (this.now() >= lease.validUntil) {
           this.held.set(partition, { revision, validUntil: lease.validUntil });
-          return 'lost';
+          return 'lapsed';
         }
         this.held.set(partition, { revision, validUntil: sentAt + this.leaseMs - this.marginMs });
         return 'renewed';

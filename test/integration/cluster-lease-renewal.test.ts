@@ -70,6 +70,31 @@ describe('partition leases', () => {
   }, 30_000);
 });
 
+describe('a lease renewal', () => {
+  it('is lapsed when the lease ran out locally before it, and lost when another node has written the lease since', async () => {
+    const connection = await connectNats(SHARED_NATS_URL);
+    const bucket = `HL_TEST_leases_${randomBytes(5).toString('hex')}`;
+    cleanups.push(async () => {
+      await deleteStreams(connection, [`KV_${bucket}`]);
+      await connection.close();
+    });
+    const manager = await jetstreamManager(connection);
+    const kv = await ensureKv(connection, manager, bucket, 1);
+    let now = Date.now();
+    const leases = new PartitionLeases(kv, kvKeyLister(manager, bucket), 'node-a', LEASE_MS, () => now);
+    expect(await leases.acquire(0)).toBe(true);
+    expect(await leases.renew(0)).toBe('renewed');
+    now += LEASE_MS; // the node's loop held up past the lease's local validity
+    expect(await leases.renew(0)).toBe('lapsed');
+    expect(leases.heldPartitions()).toEqual([0]);
+
+    expect(await leases.acquire(1)).toBe(true);
+    const other = new PartitionLeases(kv, kvKeyLister(manager, bucket), 'node-b', LEASE_MS, () => now + 2 * LEASE_MS);
+    expect(await other.acquire(1)).toBe(true);
+    expect(await leases.renew(1)).toBe('lost');
+  });
+});
+
 describe('cluster membership', () => {
   it('lists the nodes with a fresh heartbeat, and reading it asks JetStream for no consumer', async () => {
     const connection = await connectNats(SHARED_NATS_URL);
