@@ -30,9 +30,9 @@
 //      (64), BENCH_FAILOVER_RATE (300), BENCH_LEASES (2s,5s), BENCH_SKIP (throughput,failover,replicas),
 //      BENCH_REPLICA_NODES (3),
 //      BENCH_LEASE (5s: the throughput runs' HOOKLINE_LEASE_TTL; a short one overloads the leases),
-//      BENCH_KEEP=1 (keep temp dirs with each node's log and, on the shared NATS, the streams), BENCH_PROFILE_DIR (run every node with
-//      --cpu-prof, profiles into that dir), BENCH_NODE_ARGS (more node options for every node, e.g.
-//      "--trace-gc"; their output goes to the node's log). HOOKLINE_* variables reach the nodes.
+//      BENCH_KEEP=1 (keep temp dirs with each node's log and, on the shared NATS, the streams),
+//      BENCH_PROFILE_DIR (run every node with --cpu-prof, profiles into that dir), BENCH_NODE_ARGS
+//      (more node options for every node, e.g. "--trace-gc"; their output goes to the node's log). HOOKLINE_* variables reach the nodes.
 // Smoke run: BENCH_N=1000 BENCH_WARMUP=200 BENCH_NODES=1,2 BENCH_LEASES=2s npm run bench:cluster
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

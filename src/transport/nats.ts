@@ -50,7 +50,7 @@ export interface NatsTransportOptions {
   maxAckPending?: number;
   /**
    * Most messages handed to the sink in one turn of the event loop. A cluster node's partition
-   * consumers share `MAX_MESSAGES_PER_TURN` out among them (`partitionFlowControl`).
+   * consumers share `NODE_MESSAGES_PER_TURN` out among them (`partitionFlowControl`).
    * @default MAX_MESSAGES_PER_TURN (256)
    */
   messagesPerTurn?: number;
