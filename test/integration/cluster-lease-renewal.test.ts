@@ -22,16 +22,22 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
+/** A leases bucket of its own on the shared NATS (deleted after the test) and its key lister. */
+async function leaseBucket(): Promise<{ kv: Awaited<ReturnType<typeof ensureKv>>; listKeys: ReturnType<typeof kvKeyLister> }> {
+  const connection = await connectNats(SHARED_NATS_URL);
+  const bucket = `HL_TEST_leases_${randomBytes(5).toString('hex')}`;
+  cleanups.push(async () => {
+    await deleteStreams(connection, [`KV_${bucket}`]);
+    await connection.close();
+  });
+  const manager = await jetstreamManager(connection);
+  return { kv: await ensureKv(connection, manager, bucket, 1), listKeys: kvKeyLister(manager, bucket) };
+}
+
 describe('partition leases', () => {
   it('are renewed on time while a heartbeat stalls: no partition is fenced', async () => {
-    const connection = await connectNats(SHARED_NATS_URL);
-    const bucket = `HL_TEST_leases_${randomBytes(5).toString('hex')}`;
-    cleanups.push(async () => {
-      await deleteStreams(connection, [`KV_${bucket}`]);
-      await connection.close();
-    });
-    const manager = await jetstreamManager(connection);
-    const leases = new PartitionLeases(await ensureKv(connection, manager, bucket, 1), kvKeyLister(manager, bucket), 'node-a', LEASE_MS);
+    const { kv, listKeys } = await leaseBucket();
+    const leases = new PartitionLeases(kv, listKeys, 'node-a', LEASE_MS);
     // The heartbeat's KV put answers late once the node holds its partitions; the renewals are real.
     let stallHeartbeats = false;
     let stalled = 0;
@@ -72,16 +78,9 @@ describe('partition leases', () => {
 
 describe('a lease renewal', () => {
   it('is lapsed when the lease ran out locally before it, and lost when another node has written the lease since', async () => {
-    const connection = await connectNats(SHARED_NATS_URL);
-    const bucket = `HL_TEST_leases_${randomBytes(5).toString('hex')}`;
-    cleanups.push(async () => {
-      await deleteStreams(connection, [`KV_${bucket}`]);
-      await connection.close();
-    });
-    const manager = await jetstreamManager(connection);
-    const kv = await ensureKv(connection, manager, bucket, 1);
+    const { kv, listKeys } = await leaseBucket();
     let now = Date.now();
-    const leases = new PartitionLeases(kv, kvKeyLister(manager, bucket), 'node-a', LEASE_MS, () => now);
+    const leases = new PartitionLeases(kv, listKeys, 'node-a', LEASE_MS, () => now);
     expect(await leases.acquire(0)).toBe(true);
     expect(await leases.renew(0)).toBe('renewed');
     now += LEASE_MS; // the node's loop held up past the lease's local validity
@@ -89,7 +88,7 @@ describe('a lease renewal', () => {
     expect(leases.heldPartitions()).toEqual([0]);
 
     expect(await leases.acquire(1)).toBe(true);
-    const other = new PartitionLeases(kv, kvKeyLister(manager, bucket), 'node-b', LEASE_MS, () => now + 2 * LEASE_MS);
+    const other = new PartitionLeases(kv, listKeys, 'node-b', LEASE_MS, () => now + 2 * LEASE_MS);
     expect(await other.acquire(1)).toBe(true);
     expect(await leases.renew(1)).toBe('lost');
   });
