@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import type { Settings } from '../config/settings.js';
 import { HooklineError } from '../errors.js';
 import { idLowerBound, newProjectId, newSortableId } from '../store/ids.js';
+import { isTerminalDelivery } from '../machines/index.js';
 import type { DeliveryStatus } from '../machines/index.js';
 import { countDeadLetters, countDeliveriesByStatus } from '../store/delivery-query.js';
 import type { DeadLetterFilter, UnstoredSteps } from '../store/delivery-query.js';
@@ -295,8 +296,19 @@ export class Engine implements BatchEventSink {
     }
   }
 
+  /** Ids of deliveries created before this are past retention (`HOOKLINE_RETENTION`). */
+  private retentionCutoffId(): string {
+    return idLowerBound('dlv', this.clock.now() - this.settings.retentionMs);
+  }
+
+  /** Whether a delivery would be pruned now: terminal and past retention (a changelog snapshot leaves it out). */
+  pastRetention(): (record: Pick<DeliveryRecord, 'id' | 'status'>) => boolean {
+    const cutoffId = this.retentionCutoffId();
+    return (record) => isTerminalDelivery(record.status) && record.id < cutoffId;
+  }
+
   async pruneExpired(): Promise<number> {
-    const cutoffId = idLowerBound('dlv', this.clock.now() - this.settings.retentionMs);
+    const cutoffId = this.retentionCutoffId();
     let pruned = 0;
     for (const project of this.store.allProjects()) {
       if (!this.owns(project.id)) continue;

@@ -1,8 +1,9 @@
 import { DeliverPolicy, RetentionPolicy, StorageType, jetstream } from '@nats-io/jetstream';
-import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import type { JetStreamClient, JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ensureStream, reachJetStream, type SetupLog } from '../transport/nats-streams.js';
 import { pack, unpack, unpackMultiple } from 'msgpackr';
+import { DEFAULT_CHANGELOG_SNAPSHOT_EVERY } from '../config/settings.js';
 import { withChanges } from '../store/delivery-model.js';
 import type { DeliveryChange, DeliveryRecord, EventRecord, WebhookRecord } from '../store/records.js';
 
@@ -33,8 +34,12 @@ import type { DeliveryChange, DeliveryRecord, EventRecord, WebhookRecord } from 
  * added, keyed by the index of its first transition), so that a step costs neither a read of the
  * record nor its whole history on the wire; a restore applies a delivery's steps to its record.
  *
- * Known limit: the subject keeps every batch, so a restore reads every version ever appended (the
- * earlier format read every record ever appended, once each); bounding it needs a snapshot.
+ * Snapshots (`compact`): the holder folds the batches up to its last one into a snapshot (the
+ * latest version of every record, a delivery's steps applied, less the deliveries past retention) on
+ * `<prefix>.<partition>.snap`, then names it with a marker on `<prefix>.<partition>.snapped`
+ * (`SnapshotMarker`). A restore reads the marked snapshot and the batches after the last batch it
+ * covers, not the whole history. What a snapshot replaced is purged one snapshot later: a node that
+ * read the previous marker and is still restoring from it finds everything it needs.
  */
 
 export type ChangelogRecord =
@@ -56,8 +61,50 @@ const KIND_TOKEN = { delivery: 'd', event: 'e', webhook: 'w', steps: 's' } as co
 const TOKEN_KIND = { d: 'delivery', e: 'event', w: 'webhook', s: 'steps' } as const;
 type KindToken = keyof typeof TOKEN_KIND;
 
-/** Last token of the subject holding a partition's batches (not a kind token of the old format). */
+/** Last tokens of a partition's subjects (none a kind token of the old format): batches, snapshots, markers. */
 const LOG_TOKEN = 'log';
+const SNAPSHOT_TOKEN = 'snap';
+const MARKER_TOKEN = 'snapped';
+
+/** Where a partition's snapshot lies (a marker's message, msgpack). */
+interface SnapshotMarker {
+  /** Sequences of the snapshot's first and last message (both 0: an empty snapshot). */
+  from: number;
+  to: number;
+  /** Sequence of the last batch folded into it: a restore reads the batches after it. */
+  covers: number;
+}
+
+/** A marker as read back, with the sequence of its message (the next marker is conditional on it). */
+interface StoredMarker {
+  sequence: number;
+  marker: SnapshotMarker;
+}
+
+/** What reading a partition's changelog gives. */
+interface PartitionState {
+  /** Latest version of every record, by `recordKey`: the snapshot's, overlaid by the batches after it. */
+  latest: Map<string, ChangelogRecord>;
+  /** Sequence of the partition's last batch (0: none). */
+  lastBatch: number;
+  /** Entries of the batches read after the snapshot. */
+  entriesAfterSnapshot: number;
+  /** Records in the snapshot read. */
+  snapshotEntries: number;
+  marker: StoredMarker | null;
+}
+
+/** What a compaction did. */
+export interface Compaction {
+  /** Sequence of the last batch folded in. */
+  covers: number;
+  /** Records in the snapshot. */
+  records: number;
+  /** Records left out: deliveries past retention, with their steps. */
+  leftOut: number;
+  /** Messages purged: what the previous snapshot replaced. */
+  purged: number;
+}
 
 /** Tries of one batch's publish that times out (a JetStream leader change) before its waiters hear of it. */
 const PUBLISH_TRIES = 3;
@@ -85,6 +132,12 @@ interface PartitionLog {
   flushing: boolean;
   /** Sequence of the partition's last batch as this node saw it (0: none); undefined: not known. */
   lastSequence: number | undefined;
+  /** Sequence of the partition's last snapshot marker as this node saw it (0: none). */
+  markerSequence: number;
+  /** Entries stored in batches after the snapshot in force, and records in that snapshot. */
+  entriesSinceSnapshot: number;
+  snapshotEntries: number;
+  compacting: boolean;
 }
 
 export class PartitionChangelog {
@@ -98,6 +151,8 @@ export class PartitionChangelog {
     private readonly connection: NatsConnection,
     readonly stream: string,
     readonly subjectPrefix: string,
+    /** Entries a partition's batches hold after its snapshot before the next is due, at the least (`HOOKLINE_CHANGELOG_SNAPSHOT_EVERY`). */
+    private readonly snapshotEvery = DEFAULT_CHANGELOG_SNAPSHOT_EVERY,
   ) {
     this.js = jetstream(connection);
   }
@@ -116,10 +171,25 @@ export class PartitionChangelog {
     return this.manager;
   }
 
+  private subjectOf(partition: number, token: string): string {
+    return `${this.subjectPrefix}.${partition}.${token}`;
+  }
+
   private logOf(partition: number): PartitionLog {
     let log = this.logs.get(partition);
     if (!log) {
-      log = { subject: `${this.subjectPrefix}.${partition}.${LOG_TOKEN}`, waiting: new Map(), waiters: [], stillHeld: () => false, flushing: false, lastSequence: undefined };
+      log = {
+        subject: this.subjectOf(partition, LOG_TOKEN),
+        waiting: new Map(),
+        waiters: [],
+        stillHeld: () => false,
+        flushing: false,
+        lastSequence: undefined,
+        markerSequence: 0,
+        entriesSinceSnapshot: 0,
+        snapshotEntries: 0,
+        compacting: false,
+      };
       this.logs.set(partition, log);
     }
     return log;
@@ -178,6 +248,7 @@ export class PartitionChangelog {
       log.waiters = [];
       try {
         for (const batch of this.batches(entries)) await this.publishBatch(log, batch);
+        log.entriesSinceSnapshot += entries.length;
         for (const waiter of waiters) waiter.resolve();
       } catch (error) {
         for (const waiter of waiters) waiter.reject(error);
@@ -225,37 +296,130 @@ export class PartitionChangelog {
   async restore(partition: number, apply: (change: RestoredChange) => Promise<void> | void): Promise<number> {
     this.forget(partition);
     const log = this.logOf(partition);
-    const consumer = await this.js.consumers.get(this.stream, { filter_subjects: `${this.subjectPrefix}.${partition}.>`, deliver_policy: DeliverPolicy.All });
-    const info = await consumer.info();
-    let lastSequence = 0;
-    const latest = new Map<string, ChangelogRecord>();
-    if (info.num_pending > 0) {
-      const messages = await consumer.consume();
-      // Stopped however the read ends: an ordered consumer left running recreates itself on the
-      // server each time its heartbeats go missing.
-      try {
-        for await (const message of messages) {
-          const tokens = message.subject.slice(this.subjectPrefix.length + 1).split('.');
-          if (tokens[1] === LOG_TOKEN) {
-            for (const entry of unpackMultiple(message.data) as unknown[]) {
-              const change = decodeEntry(entry);
-              if (change) latest.set(recordKey(change), change);
-            }
-            lastSequence = message.seq;
-          } else {
-            const change = decodeEntry([tokens[1], tokens[2], unpack(message.data)]);
-            if (change) latest.set(recordKey(change), change);
-          }
-          if (message.info.pending === 0) break;
-        }
-      } finally {
-        messages.stop();
-      }
-    }
-    const records = withoutTakenBack(withSteps(latest.values()));
+    const state = await this.read(partition);
+    const records = withoutTakenBack(withSteps(state.latest.values()));
     await Promise.all(records.map((change) => apply(change)));
-    log.lastSequence = lastSequence;
+    log.lastSequence = state.lastBatch;
+    log.markerSequence = state.marker?.sequence ?? 0;
+    log.entriesSinceSnapshot = state.entriesAfterSnapshot;
+    log.snapshotEntries = state.snapshotEntries;
     return records.length;
+  }
+
+  /**
+   * The partition's records from its last snapshot and the batches after it; with `upTo`, only
+   * batches up to that sequence (the snapshot is read whole). The snapshot's records and the later
+   * batches' are kept apart until the end: a batch stored while a snapshot was being written lies
+   * between its messages, and holds newer versions than they do.
+   */
+  private async read(partition: number, upTo = Number.POSITIVE_INFINITY): Promise<PartitionState> {
+    const marker = await this.lastMarker(partition);
+    const snapshot = new Map<string, ChangelogRecord>();
+    const latest = new Map<string, ChangelogRecord>();
+    const state: PartitionState = { latest: snapshot, lastBatch: marker?.marker.covers ?? 0, entriesAfterSnapshot: 0, snapshotEntries: 0, marker };
+    const batch = (message: JsMsg) => {
+      state.entriesAfterSnapshot += collect(unpackMultiple(message.data) as unknown[], latest);
+      state.lastBatch = message.seq;
+    };
+    if (!marker) {
+      // Every message of the partition: batches, and records in the format of earlier versions.
+      await this.readMessages(`${this.subjectPrefix}.${partition}.>`, 1, upTo, (message) => {
+        const tokens = message.subject.slice(this.subjectPrefix.length + 1).split('.');
+        if (tokens[1] === LOG_TOKEN) batch(message);
+        // Not a snapshot left unfinished (it has no marker), nor a marker.
+        else if (tokens[1] !== SNAPSHOT_TOKEN && tokens[1] !== MARKER_TOKEN) state.entriesAfterSnapshot += collect([[tokens[1], tokens[2], unpack(message.data)]], latest);
+      });
+    } else {
+      if (marker.marker.to > 0) {
+        await this.readMessages(this.subjectOf(partition, SNAPSHOT_TOKEN), marker.marker.from, marker.marker.to, (message) => {
+          state.snapshotEntries += collect(unpackMultiple(message.data) as unknown[], snapshot);
+        });
+      }
+      await this.readMessages(this.subjectOf(partition, LOG_TOKEN), marker.marker.covers + 1, upTo, batch);
+    }
+    for (const [key, change] of latest) snapshot.set(key, change);
+    return state;
+  }
+
+  /**
+   * Hands `visit` the messages on `filter` from sequence `from` up to `to` (or the last), in order.
+   * A read from a start sequence through a subject wildcard was seen (NATS 2.9) to count a message
+   * still pending at the partition's last one, and to wait for it for ever: only single subjects are
+   * read from a start sequence.
+   */
+  private async readMessages(filter: string, from: number, to: number, visit: (message: JsMsg) => void): Promise<void> {
+    const consumer = await this.js.consumers.get(this.stream, { filter_subjects: filter, ...(from > 1 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from } : { deliver_policy: DeliverPolicy.All }) });
+    if ((await consumer.info()).num_pending === 0) return;
+    const messages = await consumer.consume();
+    // Stopped however the read ends: an ordered consumer left running recreates itself on the
+    // server each time its heartbeats go missing.
+    try {
+      for await (const message of messages) {
+        if (message.seq > to) break;
+        visit(message);
+        if (message.info.pending === 0 || message.seq === to) break;
+      }
+    } finally {
+      messages.stop();
+    }
+  }
+
+  /** The partition's last snapshot marker, or null when it has none (a failed read throws: never "none"). */
+  private async lastMarker(partition: number): Promise<StoredMarker | null> {
+    const message = await (await this.jsm()).streams.getMessage(this.stream, { last_by_subj: this.subjectOf(partition, MARKER_TOKEN) });
+    return message ? { sequence: message.seq, marker: unpack(message.data) as SnapshotMarker } : null;
+  }
+
+  /**
+   * Whether the partition's batches since its snapshot hold as many entries as the snapshot has
+   * records (and at least `snapshotEvery`): snapshots then cost at most about what the appends did.
+   */
+  snapshotDue(partition: number): boolean {
+    const log = this.logs.get(partition);
+    return log !== undefined && log.lastSequence !== undefined && !log.compacting && log.entriesSinceSnapshot >= Math.max(this.snapshotEvery, log.snapshotEntries);
+  }
+
+  /**
+   * Writes a snapshot of the partition as of its last batch this node stored: every record's latest
+   * version, each delivery with its steps applied, less the deliveries `expired` names. Only while
+   * `stillHeld`; its marker is conditional on the last marker this node saw (at its restore or its
+   * previous snapshot), so a node that lost the partition never names a snapshot over the owner's.
+   * Then purges what the previous snapshot replaced. Null when the partition is not restored here,
+   * a compaction of it runs, or the lease went meanwhile (a snapshot left unmarked is never read).
+   */
+  async compact(partition: number, expired: (record: DeliveryRecord) => boolean, stillHeld: () => boolean): Promise<Compaction | null> {
+    const log = this.logs.get(partition);
+    if (!log || log.lastSequence === undefined || log.compacting || !stillHeld()) return null;
+    log.compacting = true;
+    try {
+      const covers = log.lastSequence;
+      // Every batch up to `covers` is stored: those stored from now on count toward the next snapshot.
+      const foldedEntries = log.entriesSinceSnapshot;
+      const state = await this.read(partition, covers);
+      // A marker this node has not seen: another node holds the partition now, or did meanwhile.
+      if ((state.marker?.sequence ?? 0) !== log.markerSequence) return null;
+      const { kept, leftOut } = snapshotOf(state.latest.values(), expired);
+      let from = 0;
+      let to = 0;
+      for (const batch of this.batches(kept.map((change) => pack(entryOf(change))))) {
+        if (!stillHeld()) return null;
+        to = (await this.js.publish(this.subjectOf(partition, SNAPSHOT_TOKEN), batch, { retries: PUBLISH_TRIES })).seq;
+        from ||= to;
+      }
+      if (!stillHeld()) return null;
+      const marker: SnapshotMarker = { from, to, covers };
+      log.markerSequence = (await this.js.publish(this.subjectOf(partition, MARKER_TOKEN), pack(marker), { expect: { lastSubjectSequence: log.markerSequence } })).seq;
+      log.entriesSinceSnapshot -= foldedEntries;
+      log.snapshotEntries = kept.length;
+      let purged = 0;
+      // Nothing lies below sequence 1, and the server takes a purge below 1 for a purge of everything.
+      if (state.marker && state.marker.marker.covers > 0 && stillHeld()) {
+        purged = (await (await this.jsm()).streams.purge(this.stream, { filter: `${this.subjectPrefix}.${partition}.>`, seq: state.marker.marker.covers + 1 })).purged;
+      }
+      return { covers, records: kept.length, leftOut, purged };
+    } finally {
+      log.compacting = false;
+    }
   }
 
   /** Drops what this node knew of a partition's subject (it no longer holds it). */
@@ -263,6 +427,15 @@ export class PartitionChangelog {
     const log = this.logs.get(partition);
     if (log) log.lastSequence = undefined;
   }
+}
+
+/** Adds the changes of a batch's entries to `into` (a later version replaces an earlier one); returns how many entries it read. */
+function collect(entries: unknown[], into: Map<string, ChangelogRecord>): number {
+  for (const entry of entries) {
+    const change = decodeEntry(entry);
+    if (change) into.set(recordKey(change), change);
+  }
+  return entries.length;
 }
 
 /** A record as a batch holds it: `[kind token, projectId, record]`. */
@@ -280,34 +453,55 @@ function recordKey(change: ChangelogRecord): string {
 /**
  * The records with each delivery's steps applied in transition order. Steps its record already
  * holds are skipped; a gap (steps whose append failed) ends them, so a record never skips a step
- * (the writer appends the whole record after such a failure). Steps without a record are dropped.
+ * (the writer appends the whole record after such a failure). Steps without a record, and those
+ * after a gap, are dropped, or handed to `unapplied` (a snapshot keeps them as they were).
  */
-function withSteps(changes: Iterable<ChangelogRecord>): RestoredChange[] {
+function withSteps(changes: Iterable<ChangelogRecord>, unapplied?: (projectId: string, steps: DeliverySteps) => void): RestoredChange[] {
   const records: RestoredChange[] = [];
-  const steps = new Map<string, DeliveryChange[]>();
+  const steps = new Map<string, { projectId: string; id: string; changes: DeliveryChange[] }>();
   for (const change of changes) {
     if (change.kind !== 'steps') records.push(change);
     else {
       const key = `${change.projectId}.${change.record.id}`;
       const list = steps.get(key);
-      if (list) list.push(...change.record.changes);
-      else steps.set(key, [...change.record.changes]);
+      if (list) list.changes.push(...change.record.changes);
+      else steps.set(key, { projectId: change.projectId, id: change.record.id, changes: [...change.record.changes] });
     }
   }
-  return records.map((change) => {
+  const applied = records.map((change) => {
     const list = change.kind === 'delivery' ? steps.get(`${change.projectId}.${change.record.id}`) : undefined;
     if (!list || change.kind !== 'delivery') return change;
-    list.sort((a, b) => a.transitionIndex - b.transitionIndex);
+    steps.delete(`${change.projectId}.${change.record.id}`);
+    list.changes.sort((a, b) => a.transitionIndex - b.transitionIndex);
     let next = change.record.transitions.length;
     const contiguous: DeliveryChange[] = [];
-    for (const step of list) {
+    for (const [index, step] of list.changes.entries()) {
       if (step.transitionIndex < next) continue;
-      if (step.transitionIndex > next) break;
+      if (step.transitionIndex > next) {
+        unapplied?.(change.projectId, { id: list.id, changes: list.changes.slice(index) });
+        break;
+      }
       contiguous.push(step);
       next += step.transitions.length;
     }
     return { ...change, record: withChanges(change.record, contiguous) };
   });
+  if (unapplied) for (const list of steps.values()) unapplied(list.projectId, { id: list.id, changes: list.changes.sort((a, b) => a.transitionIndex - b.transitionIndex) });
+  return applied;
+}
+
+/**
+ * A snapshot's records: each delivery with the steps that follow on from it applied (steps that
+ * do not are kept as they were), less the deliveries `expired` names and their steps.
+ */
+function snapshotOf(changes: Iterable<ChangelogRecord>, expired: (record: DeliveryRecord) => boolean): { kept: ChangelogRecord[]; leftOut: number } {
+  const unapplied: ChangelogRecord[] = [];
+  const records: ChangelogRecord[] = withSteps(changes, (projectId, steps) => unapplied.push({ kind: 'steps', projectId, record: steps }));
+  const gone = new Set<string>();
+  for (const change of records) if (change.kind === 'delivery' && expired(change.record)) gone.add(`${change.projectId}.${change.record.id}`);
+  const all = records.concat(unapplied);
+  const kept = gone.size === 0 ? all : all.filter((change) => (change.kind !== 'delivery' && change.kind !== 'steps') || !gone.has(`${change.projectId}.${change.record.id}`));
+  return { kept, leftOut: all.length - kept.length };
 }
 
 /**

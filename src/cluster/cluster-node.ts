@@ -43,6 +43,9 @@ export interface ClusterStatus {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
+/** How often a node looks for partitions whose changelog is due a snapshot. */
+const SNAPSHOT_CHECK_MS = 5_000;
+
 /** Longest a start waits for the directory's entries before serving (the rest are read on demand). */
 const DIRECTORY_MIRROR_WAIT_MS = 10_000;
 
@@ -70,6 +73,10 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   private readonly serving = new Set<number>();
   private readonly consumers = new Map<number, NatsTransport>();
   private directoryWatch: { stop(): void } | null = null;
+  private snapshotTimer: NodeJS.Timeout | null = null;
+  /** The snapshots being written, one partition after another. */
+  private snapshotting: Promise<void> | null = null;
+  private stopping = false;
   private engine!: Engine;
   private handleForwarded: ((request: ForwardedRequest) => Promise<ForwardedReply>) | null = null;
 
@@ -115,7 +122,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
       this.directory = await ensureKv(this.connection, this.manager, `${this.settings.natsStream}_directory`, replicas, this.logger);
       const leasesBucket = `${this.settings.natsStream}_leases`;
       const clusterKv = await ensureKv(this.connection, this.manager, leasesBucket, replicas, this.logger);
-      this.changelog = new PartitionChangelog(this.connection, `${this.settings.natsStream}_CHANGELOG`, `${this.settings.clusterSubjectPrefix}.changelog`);
+      this.changelog = new PartitionChangelog(this.connection, `${this.settings.natsStream}_CHANGELOG`, `${this.settings.clusterSubjectPrefix}.changelog`, this.settings.changelogSnapshotEvery);
       await this.changelog.ensureStream(replicas, this.logger);
       this.logger.info({ replicas, ms: Date.now() - started }, 'cluster: directory, leases and changelog ready');
       this.rpc = new PartitionRpc(this.connection, `${this.settings.clusterSubjectPrefix}.rpc`, (request) => this.handleForwarded!(request));
@@ -143,6 +150,26 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
     const mirrored = await this.mirrorDirectory();
     this.logger.info({ ms: Date.now() - started }, mirrored ? 'cluster: directory mirrored; taking partitions' : 'cluster: taking partitions; the directory is still being mirrored');
     await this.coordinator.start();
+    this.snapshotTimer = setInterval(() => (this.snapshotting ??= this.snapshotDue().finally(() => (this.snapshotting = null))), SNAPSHOT_CHECK_MS);
+    this.snapshotTimer.unref();
+  }
+
+  /**
+   * Writes a snapshot of each partition served here whose changelog is due one, one at a time, so a
+   * restore reads a bounded part of the partition's history. A snapshot stops when the lease goes
+   * or the node stops; what it wrote then is never read, and is purged with the next one.
+   */
+  private async snapshotDue(): Promise<void> {
+    for (const partition of [...this.serving].sort((a, b) => a - b)) {
+      if (this.stopping || !this.changelog.snapshotDue(partition) || !this.actsFor(partition)) continue;
+      const started = Date.now();
+      try {
+        const snapshot = await this.changelog.compact(partition, this.engine.pastRetention(), () => !this.stopping && this.leases.isValid(partition));
+        if (snapshot) this.logger.info({ partition, ...snapshot, ms: Date.now() - started }, 'partition changelog snapshot written');
+      } catch (error) {
+        this.logger.warn({ partition, err: error }, 'partition changelog snapshot failed; the changelog stays as it was, retrying later');
+      }
+    }
   }
 
   // Directory: projects and key hashes, shared by every node ----------------------------------
@@ -366,6 +393,9 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.snapshotTimer) clearInterval(this.snapshotTimer);
+    await this.snapshotting;
     await this.coordinator?.stop();
     this.directoryWatch?.stop();
     this.rpc?.close();

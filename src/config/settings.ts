@@ -3,6 +3,9 @@ import { z } from 'zod';
 import { HooklineError } from '../errors.js';
 import { SVIX_RETRY_SCHEDULE_MS, parseByteSize, parseDuration, parseRetrySchedule } from './duration.js';
 
+/** Entries a partition's changelog takes after its snapshot before the next is due, at the least. */
+export const DEFAULT_CHANGELOG_SNAPSHOT_EVERY = 10_000;
+
 /** Every setting of a Hookline node, resolved from the environment (see the README's table). */
 export interface Settings {
   host: string;
@@ -51,6 +54,8 @@ export interface Settings {
   leaseMs: number;
   /** Subject root of the cluster's own traffic: changelog and request routing. */
   clusterSubjectPrefix: string;
+  /** Entries a partition's changelog takes after its snapshot before the next, at the least. */
+  changelogSnapshotEvery: number;
   /** How long terminal deliveries are kept for the log API. */
   retentionMs: number;
   /** An endpoint whose every attempt failed for this long is disabled. */
@@ -137,6 +142,7 @@ const environmentSchema = z.object({
   HOOKLINE_PARTITIONS: wholeNumber(1, 1024).default(64),
   HOOKLINE_LEASE_TTL: duration.default(5_000),
   HOOKLINE_CLUSTER_SUBJECT_PREFIX: subjectPrefix.default('hookline.cluster'),
+  HOOKLINE_CHANGELOG_SNAPSHOT_EVERY: wholeNumber(1).default(DEFAULT_CHANGELOG_SNAPSHOT_EVERY),
   HOOKLINE_NATS_DURABLE: name.default('hookline'),
   HOOKLINE_RETENTION: duration.default(30 * 24 * 3600_000),
   HOOKLINE_DISABLE_AFTER: duration.default(5 * 24 * 3600_000),
@@ -226,6 +232,7 @@ export function settingsFromEnvironment(environment: Record<string, string | und
     partitions: env.HOOKLINE_PARTITIONS,
     leaseMs: env.HOOKLINE_LEASE_TTL,
     clusterSubjectPrefix: env.HOOKLINE_CLUSTER_SUBJECT_PREFIX,
+    changelogSnapshotEvery: env.HOOKLINE_CHANGELOG_SNAPSHOT_EVERY,
     retentionMs: env.HOOKLINE_RETENTION,
     disableAfterMs: env.HOOKLINE_DISABLE_AFTER,
     endpointConcurrency: env.HOOKLINE_ENDPOINT_CONCURRENCY,

@@ -2,10 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { RetentionPolicy, StorageType, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
+import fc from 'fast-check';
 import { pack, unpackMultiple } from 'msgpackr';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PartitionChangelog } from '../../src/cluster/changelog.js';
-import type { ChangelogRecord } from '../../src/cluster/changelog.js';
+import type { ChangelogRecord, RestoredChange } from '../../src/cluster/changelog.js';
 import type { DeliveryChange, DeliveryRecord, EventRecord } from '../../src/store/records.js';
 import { SHARED_NATS_URL, connectNats, deleteStreams } from '../helpers/nats.js';
 import { deliveryWithTransitions } from '../helpers/store-fixtures.js';
@@ -13,7 +14,8 @@ import { deliveryWithTransitions } from '../helpers/store-fixtures.js';
 /**
  * The partition changelog against the shared JetStream: appends of one turn go out as one message,
  * a restore reads the latest version of every record (from batches and from the one-message-per-record
- * format of earlier versions), and a batch from a node that lost the partition is fenced.
+ * format of earlier versions), a batch from a node that lost the partition is fenced, and a snapshot
+ * changes nothing a restore gives but what it reads.
  */
 
 let nc: NatsConnection;
@@ -53,6 +55,20 @@ const event = (id: string): EventRecord => ({
   deliveryIds: [],
 });
 
+/** One step of a delivery: its transition at `transitionIndex`, with an attempt (the first) when asked. */
+const step = (transitionIndex: number, status: DeliveryRecord['status'], attempt?: boolean): DeliveryChange => ({
+  status,
+  attempts: attempt ? 1 : 0,
+  roundAttempts: attempt ? 1 : 0,
+  roundSize: 5,
+  nextAttemptAt: null,
+  updatedAt: 10 + transitionIndex,
+  transitions: [{ from: 'pending', to: status, event: 'START_ATTEMPT', at: 10 + transitionIndex }],
+  transitionIndex,
+  attemptIndex: 0,
+  ...(attempt ? { attempt: { attempt: 1, at: 11, statusCode: 204, durationMs: 1, error: null, errorCode: null, responseBody: '' } } : {}),
+});
+
 /** The lease check of an append: held throughout. */
 const held = () => true;
 
@@ -65,8 +81,8 @@ async function changelogHolding(partition: number): Promise<{ changelog: Partiti
   return { changelog, stream, prefix };
 }
 
-async function restored(changelog: PartitionChangelog, partition: number): Promise<Map<string, ChangelogRecord>> {
-  const changes = new Map<string, ChangelogRecord>();
+async function restored(changelog: PartitionChangelog, partition: number): Promise<Map<string, RestoredChange>> {
+  const changes = new Map<string, RestoredChange>();
   await changelog.restore(partition, (change) => void changes.set(change.kind === 'webhook' ? `webhook:${change.projectId}` : change.record.id, change));
   return changes;
 }
@@ -95,18 +111,6 @@ describe('partition changelog', () => {
 
   it('restores a delivery from its record and its steps in transition order, a re-sent step once, and stops at a gap', async () => {
     const { changelog, stream, prefix } = await changelogHolding(2);
-    const step = (transitionIndex: number, status: DeliveryRecord['status'], attempt?: boolean): DeliveryChange => ({
-      status,
-      attempts: attempt ? 1 : 0,
-      roundAttempts: attempt ? 1 : 0,
-      roundSize: 5,
-      nextAttemptAt: null,
-      updatedAt: 10 + transitionIndex,
-      transitions: [{ from: 'pending', to: status, event: 'START_ATTEMPT', at: 10 + transitionIndex }],
-      transitionIndex,
-      attemptIndex: 0,
-      ...(attempt ? { attempt: { attempt: 1, at: 11, statusCode: 204, durationMs: 1, error: null, errorCode: null, responseBody: '' } } : {}),
-    });
     await changelog.append(2, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_s', 1, 'pending') }, held);
     await changelog.append(2, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_gap', 1, 'pending') }, held);
     // A step appended on its own, then again with the next one (steps written again after a failed commit).
@@ -217,5 +221,160 @@ describe('partition changelog', () => {
     // A holder whose view is stale (its ack was lost, say) appends again over the current last sequence.
     await old.append(1, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_x', 6, 'succeeded') }, held);
     expect((await restored(new PartitionChangelog(nc, stream, prefix), 1)).get('dlv_x')!.record).toMatchObject({ status: 'succeeded' });
+  });
+});
+
+describe('partition changelog snapshots', () => {
+  const never = () => false;
+  /** Messages the stream holds for a partition, by the last token of their subject. */
+  async function messagesBySubject(stream: string, prefix: string, partition: number): Promise<Record<string, number>> {
+    const info = await manager.streams.info(stream, { subjects_filter: `${prefix}.${partition}.>` });
+    return Object.fromEntries(Object.entries(info.state.subjects ?? {}).map(([subject, count]) => [subject.slice(subject.lastIndexOf('.') + 1), count]));
+  }
+
+  it('restores after any sequence of appends and snapshots what it restores without them (seeded)', async () => {
+    const anOp = fc.oneof(
+      fc.record({ op: fc.constant('ingest' as const), i: fc.integer({ min: 0, max: 4 }) }),
+      // `gap`: a step appended past one whose append failed; steps of a delivery never appended are kept too.
+      fc.record({ op: fc.constant('step' as const), i: fc.integer({ min: 0, max: 5 }), done: fc.boolean(), gap: fc.boolean() }),
+      // A whole record of any length near the last: steps appended earlier may then follow on from it.
+      fc.record({ op: fc.constant('whole' as const), i: fc.integer({ min: 0, max: 5 }), shift: fc.integer({ min: -1, max: 1 }) }),
+      fc.record({ op: fc.constant('webhook' as const), version: fc.integer({ min: 0, max: 9 }) }),
+      fc.constant({ op: 'snapshot' as const }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(anOp, { minLength: 1, maxLength: 40 }), async (ops) => {
+        const compacted = await changelogHolding(0);
+        const plain = await changelogHolding(0);
+        const transitions = new Map<number, number>();
+        for (const op of ops) {
+          if (op.op === 'snapshot') {
+            await compacted.changelog.compact(0, never, held);
+            continue;
+          }
+          let changes: ChangelogRecord[];
+          if (op.op === 'webhook') {
+            changes = [{ kind: 'webhook', projectId: 'p1', record: { version: op.version } as never }];
+          } else if (op.op === 'ingest') {
+            // A repeated ingest (a replay, or a retry after a 503) lists every delivery made so far.
+            const made = (transitions.get(op.i) ?? 0) > 0;
+            transitions.set(op.i, made ? transitions.get(op.i)! : 1);
+            const record = { ...event(`evt_${op.i}`), deliveryIds: [`dlv_${op.i}`] };
+            changes = [{ kind: 'event', projectId: 'p1', record }, ...(made ? [] : [{ kind: 'delivery' as const, projectId: 'p1', record: { ...delivery(`dlv_${op.i}`, 1, 'pending'), eventId: `evt_${op.i}` } }])];
+          } else if (op.op === 'step') {
+            const at = (transitions.get(op.i) ?? 1) + (op.gap ? 1 : 0);
+            transitions.set(op.i, at + 1);
+            changes = [{ kind: 'steps', projectId: 'p1', record: { id: `dlv_${op.i}`, changes: [step(at, op.done ? 'succeeded' : 'delivering', op.done)] } }];
+          } else {
+            const length = Math.max(1, (transitions.get(op.i) ?? 1) + op.shift);
+            transitions.set(op.i, length);
+            changes = [{ kind: 'delivery', projectId: 'p1', record: { ...delivery(`dlv_${op.i}`, length, 'retrying'), eventId: `evt_${op.i}` } }];
+          }
+          await Promise.all([compacted.changelog.appendTogether(0, changes, held), plain.changelog.appendTogether(0, changes, held)]);
+        }
+        const expected = await restored(new PartitionChangelog(nc, plain.stream, plain.prefix), 0);
+        expect(await restored(new PartitionChangelog(nc, compacted.stream, compacted.prefix), 0)).toEqual(expected);
+        // The node that wrote the snapshots restores the same too.
+        expect(await restored(compacted.changelog, 0)).toEqual(expected);
+        await deleteStreams(nc, streams);
+        streams.clear();
+      }),
+      {
+        seed: 2611,
+        numRuns: 60,
+        examples: [
+          // A step past a gap, snapshotted, then a record it follows on from.
+          [[{ op: 'ingest', i: 0 }, { op: 'step', i: 0, done: false, gap: false }, { op: 'step', i: 0, done: true, gap: true }, { op: 'snapshot' }, { op: 'whole', i: 0, shift: -1 }]],
+        ],
+      },
+    );
+  });
+
+  it('reads the marked snapshot, then the batches after what it covers: a batch stored between its messages wins', async () => {
+    const { changelog, stream, prefix } = await changelogHolding(8);
+    const js = jetstream(nc);
+    const entry = (change: ChangelogRecord) => pack([{ delivery: 'd', event: 'e', webhook: 'w', steps: 's' }[change.kind], change.projectId, change.record]);
+    const version = (transitions: number, status: DeliveryRecord['status']): ChangelogRecord => ({ kind: 'delivery', projectId: 'p1', record: delivery('dlv_v', transitions, status) });
+    await changelog.append(8, version(1, 'pending'), held);
+    await changelog.append(8, { kind: 'event', projectId: 'p1', record: event('evt_folded') }, held);
+    const covers = (await manager.streams.getMessage(stream, { last_by_subj: `${prefix}.8.log` }))!.seq;
+    // As a compaction writes it while the holder goes on appending: the snapshot's first message,
+    // a newer version in a batch, the snapshot's second message with the older version, the marker.
+    const from = (await js.publish(`${prefix}.8.snap`, entry({ kind: 'event', projectId: 'p1', record: event('evt_folded') }))).seq;
+    await changelog.append(8, version(3, 'succeeded'), held);
+    const to = (await js.publish(`${prefix}.8.snap`, entry(version(1, 'pending')))).seq;
+    // An unfinished snapshot after it is not read.
+    await js.publish(`${prefix}.8.snap`, entry({ kind: 'event', projectId: 'p1', record: event('evt_unmarked') }));
+    await js.publish(`${prefix}.8.snapped`, pack({ from, to, covers }));
+
+    const records = await restored(new PartitionChangelog(nc, stream, prefix), 8);
+    expect([...records.keys()].sort()).toEqual(['dlv_v', 'evt_folded']);
+    expect(records.get('dlv_v')!.record).toMatchObject({ status: 'succeeded' });
+  });
+
+  it('leaves out deliveries past retention with their steps, and purges what a snapshot replaced one snapshot later', async () => {
+    const { changelog, stream, prefix } = await changelogHolding(9);
+    const expired = (record: DeliveryRecord) => record.status === 'succeeded' && record.id < 'dlv_m';
+    await changelog.append(9, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_a_old_done', 1, 'pending') }, held);
+    await changelog.append(9, { kind: 'steps', projectId: 'p1', record: { id: 'dlv_a_old_done', changes: [step(1, 'succeeded', true)] } }, held);
+    await changelog.append(9, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_b_old_live', 1, 'pending') }, held);
+    await changelog.append(9, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_z_new_done', 2, 'succeeded') }, held);
+    await changelog.append(9, { kind: 'event', projectId: 'p1', record: event('evt_kept') }, held);
+
+    expect(await changelog.compact(9, expired, held)).toMatchObject({ records: 3, leftOut: 1, purged: 0 });
+    const afterFirst = await restored(new PartitionChangelog(nc, stream, prefix), 9);
+    expect([...afterFirst.keys()].sort()).toEqual(['dlv_b_old_live', 'dlv_z_new_done', 'evt_kept']);
+    // Nothing purged yet: a restore that read no marker, or this one, still finds all it reads.
+    expect(await messagesBySubject(stream, prefix, 9)).toEqual({ log: 5, snap: 1, snapped: 1 });
+
+    await changelog.append(9, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_b_old_live', 3, 'retrying') }, held);
+    expect(await changelog.compact(9, expired, held)).toMatchObject({ records: 3, leftOut: 0, purged: 5 });
+    // Left: the first snapshot and its marker, the batch after it, the second snapshot and its marker.
+    expect(await messagesBySubject(stream, prefix, 9)).toEqual({ log: 1, snap: 2, snapped: 2 });
+    const afterSecond = await restored(new PartitionChangelog(nc, stream, prefix), 9);
+    expect([...afterSecond.keys()].sort()).toEqual(['dlv_b_old_live', 'dlv_z_new_done', 'evt_kept']);
+    expect(afterSecond.get('dlv_b_old_live')!.record).toMatchObject({ status: 'retrying' });
+
+    // Appends go on after the purge, and a restore finds them.
+    await changelog.append(9, { kind: 'event', projectId: 'p1', record: event('evt_after') }, held);
+    expect((await restored(new PartitionChangelog(nc, stream, prefix), 9)).has('evt_after')).toBe(true);
+  });
+
+  it('writes no marker for a node whose lease went, nor over a marker another node wrote since it read', async () => {
+    const { changelog: old, stream, prefix } = await changelogHolding(10);
+    await old.append(10, { kind: 'event', projectId: 'p1', record: event('evt_1') }, held);
+    expect(await old.compact(10, never, () => false)).toBeNull();
+
+    const owner = new PartitionChangelog(nc, stream, prefix);
+    await owner.restore(10, () => {});
+    await owner.append(10, { kind: 'event', projectId: 'p1', record: event('evt_2') }, held);
+    expect(await owner.compact(10, never, held)).toMatchObject({ records: 2 });
+    // The old node, unaware, believes it still holds the partition: it finds a marker it never saw.
+    expect(await old.compact(10, never, held)).toBeNull();
+    expect(await messagesBySubject(stream, prefix, 10)).toEqual({ log: 2, snap: 1, snapped: 1 });
+    expect([...(await restored(new PartitionChangelog(nc, stream, prefix), 10)).keys()].sort()).toEqual(['evt_1', 'evt_2']);
+  });
+
+  it('is due once the batches since the snapshot hold as many entries as it has records, and at least the minimum', async () => {
+    const { stream, prefix } = names();
+    const changelog = new PartitionChangelog(nc, stream, prefix, 4);
+    await changelog.ensureStream();
+    expect(changelog.snapshotDue(11)).toBe(false);
+    await changelog.restore(11, () => {});
+    for (let i = 0; i < 3; i++) await changelog.append(11, { kind: 'event', projectId: 'p1', record: event(`evt_${i}`) }, held);
+    expect(changelog.snapshotDue(11)).toBe(false);
+    await Promise.all([4, 5, 6, 7, 8].map((i) => changelog.append(11, { kind: 'event', projectId: 'p1', record: event(`evt_${i}`) }, held)));
+    expect(changelog.snapshotDue(11)).toBe(true);
+    await changelog.compact(11, never, held);
+    expect(changelog.snapshotDue(11)).toBe(false);
+    // 8 records in the snapshot: due again after 8 more entries, not after the minimum of 4.
+    for (let i = 10; i < 15; i++) await changelog.append(11, { kind: 'event', projectId: 'p1', record: event(`evt_${i}`) }, held);
+    expect(changelog.snapshotDue(11)).toBe(false);
+    // A restore elsewhere counts the entries after the snapshot the same way.
+    const other = new PartitionChangelog(nc, stream, prefix, 4);
+    await other.restore(11, () => {});
+    expect(other.snapshotDue(11)).toBe(false);
+    await Promise.all([15, 16, 17].map((i) => other.append(11, { kind: 'event', projectId: 'p1', record: event(`evt_${i}`) }, held)));
+    expect(other.snapshotDue(11)).toBe(true);
   });
 });

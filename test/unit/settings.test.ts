@@ -28,6 +28,7 @@ describe('settings in plain words', () => {
     ['HOOKLINE_PARTITIONS', '0', 'a whole number 1-1024'],
     ['HOOKLINE_LEASE_TTL', '-5s', 'a duration: a whole number with an optional unit ms, s, m, h or d, such as 250ms, 15s, 5m or 2h'],
     ['HOOKLINE_CLUSTER_SUBJECT_PREFIX', 'a..b', 'dot-separated words of letters, digits, _ or - without wildcards, such as hookline.events'],
+    ['HOOKLINE_CHANGELOG_SNAPSHOT_EVERY', '0', 'a whole number 1 or more'],
     ['HOOKLINE_NATS_DURABLE', 'x'.repeat(65), '1 to 64 letters, digits, _ or -'],
     ['HOOKLINE_RETENTION', '1y', 'a duration: a whole number with an optional unit ms, s, m, h or d, such as 250ms, 15s, 5m or 2h'],
     ['HOOKLINE_DISABLE_AFTER', 'never', 'a duration: a whole number with an optional unit ms, s, m, h or d, such as 250ms, 15s, 5m or 2h'],

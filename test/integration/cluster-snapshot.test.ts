@@ -1,0 +1,60 @@
+import { jetstreamManager } from '@nats-io/jetstream';
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { ensureBuilt } from '../helpers/child-node.js';
+import { startTestCluster } from '../helpers/cluster.js';
+import { ALL_TYPES } from '../helpers/hookline.js';
+import { startReceiver } from '../helpers/receiver.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+/**
+ * Changelog snapshots in a running cluster: a node writes a partition's snapshot once its batches
+ * since the last hold `HOOKLINE_CHANGELOG_SNAPSHOT_EVERY` entries, and a node that takes the
+ * partition over after a kill -9 restores every event and delivery from the snapshot and the
+ * batches after it.
+ */
+
+beforeAll(() => ensureBuilt(), 120_000);
+
+describe('changelog snapshots', () => {
+  it('a node takes over a snapshotted partition after a kill -9 with every event and delivery', async () => {
+    const receiver = await startReceiver();
+    const cluster = await startTestCluster({ partitions: 2, label: 'snapshot', settings: { HOOKLINE_CHANGELOG_SNAPSHOT_EVERY: '40' } });
+    onTestFinished(() => cluster.dispose());
+    await cluster.startSettled(['node-a']);
+    const nodeA = cluster.node('node-a');
+    const { projectId, apiKey } = await cluster.createProject(nodeA, 'snapshotted');
+    expect((await cluster.apiSettled(nodeA, 'PUT', '/v1/webhook', { key: apiKey, body: { callbackUrl: receiver.url, status: 'active', eventTypes: ALL_TYPES } })).status).toBe(200);
+
+    const ids = Array.from({ length: 150 }, (_, i) => `evt_snap_${String(i).padStart(3, '0')}`);
+    for (let from = 0; from < ids.length; from += 50) {
+      const events = ids.slice(from, from + 50).map((id) => ({ id, type: 'service.trigger.event', data: { projectId } }));
+      const answer = await cluster.apiSettled(nodeA, 'POST', '/v1/events/batch', { key: apiKey, body: { events } });
+      expect(answer.status).toBe(202);
+    }
+    await waitFor(() => new Set(receiver.received.map((delivery) => delivery.envelope.id)).size === ids.length, { timeoutMs: 30_000, message: "every event delivered" });
+    const partition = cluster.partitionOf(projectId);
+    const snapshotsOf = () => nodeA.logs(/^partition changelog snapshot written$/).filter((line) => line.partition === partition);
+    await waitFor(() => snapshotsOf().length > 0, { timeoutMs: 20_000, message: "a snapshot of the partition" });
+    expect(snapshotsOf()[0]).toMatchObject({ leftOut: 0 });
+    expect(snapshotsOf()[0]!.records).toBeGreaterThan(40);
+
+    const manager = await jetstreamManager(cluster.nats);
+    const prefix = `${cluster.names.clusterSubjectPrefix}.changelog.${partition}`;
+    const subjects = (await manager.streams.info(`${cluster.names.natsStream}_CHANGELOG`, { subjects_filter: `${prefix}.>` })).state.subjects ?? {};
+    expect(subjects[`${prefix}.snapped`]).toBeGreaterThan(0);
+
+    const before = await cluster.apiSettled(nodeA, 'GET', '/v1/logs/webhook-deliveries?limit=250', { key: apiKey });
+    await nodeA.kill9();
+    await cluster.startSettled(['node-b'], 30_000);
+    const nodeB = cluster.node('node-b');
+    const after = await cluster.apiSettled(nodeB, 'GET', '/v1/logs/webhook-deliveries?limit=250', { key: apiKey });
+    expect(after.status).toBe(200);
+    expect(after.body.data).toHaveLength(ids.length);
+    expect(after.body.data.map((delivery: { id: string; status: string }) => [delivery.id, delivery.status])).toEqual(before.body.data.map((delivery: { id: string; status: string }) => [delivery.id, delivery.status]));
+    expect(after.body.data.every((delivery: { status: string }) => delivery.status === 'succeeded')).toBe(true);
+    const event = await cluster.apiSettled(nodeB, 'GET', `/v1/events/${ids[0]}`, { key: apiKey });
+    expect(event.status).toBe(200);
+    // Nothing was sent again by the new owner.
+    expect(receiver.received).toHaveLength(ids.length);
+  }, 120_000);
+});
