@@ -109,6 +109,14 @@ export interface Compaction {
 /** Tries of one batch's publish that times out (a JetStream leader change) before its waiters hear of it. */
 const PUBLISH_TRIES = 3;
 
+/**
+ * Bytes a read asks for at a time. Unbounded, a pull of a hundred 1 MB batches put more than the
+ * server's 64 MB of pending output to one client in flight; a busy reader was then cut off as a slow
+ * consumer and its read waited for ever (the server counted every message delivered, the reader had
+ * half).
+ */
+const READ_BYTES_PER_PULL = 8 * 1024 * 1024;
+
 /** Room left in a message for its headers, below the server's max_payload. */
 const HEADER_ROOM_BYTES = 4096;
 
@@ -350,7 +358,7 @@ export class PartitionChangelog {
   private async readMessages(filter: string, from: number, to: number, visit: (message: JsMsg) => void): Promise<void> {
     const consumer = await this.js.consumers.get(this.stream, { filter_subjects: filter, ...(from > 1 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from } : { deliver_policy: DeliverPolicy.All }) });
     if ((await consumer.info()).num_pending === 0) return;
-    const messages = await consumer.consume();
+    const messages = await consumer.consume({ max_bytes: READ_BYTES_PER_PULL });
     // Stopped however the read ends: an ordered consumer left running recreates itself on the
     // server each time its heartbeats go missing.
     try {
