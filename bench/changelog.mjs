@@ -12,6 +12,7 @@
 //   BENCH_DELIVERIES [100000]  BENCH_RETAINED [0.2]  BENCH_MORE [0.2]  BENCH_EVENT_BYTES [512]
 //   BENCH_TURN [500]  BENCH_NATS_URL [127.0.0.1:4222]  BENCH_KEEP=1 keeps the stream
 import { randomBytes } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { eventPadding, num } from './lib.mjs';
@@ -71,13 +72,16 @@ async function fill(writer, from, to) {
   }
 }
 
-/** Wall and CPU milliseconds of `work`, and its result. */
+/** Wall and CPU milliseconds of `work`, its longest stall of the event loop, and its result. */
 async function timed(work) {
+  const delay = monitorEventLoopDelay({ resolution: 10 });
+  delay.enable();
   const cpu = process.cpuUsage();
   const t0 = performance.now();
   const result = await work();
   const used = process.cpuUsage(cpu);
-  return { result, ms: Math.round(performance.now() - t0), cpuMs: Math.round((used.user + used.system) / 1000) };
+  delay.disable();
+  return { result, ms: Math.round(performance.now() - t0), cpuMs: Math.round((used.user + used.system) / 1000), stallMs: Math.round(delay.max / 1e6) };
 }
 
 async function streamState() {
@@ -99,20 +103,20 @@ try {
   log(`filled ${DELIVERIES} deliveries (${Math.round(DELIVERIES * RETAINED)} within retention) in ${filled.ms} ms: ${await streamState()}`);
 
   const plain = await restoreElsewhere();
-  rows.push(['restore, no snapshot', plain.ms, plain.cpuMs, `${plain.result} records`, await streamState()]);
+  rows.push(['restore, no snapshot', plain.ms, plain.cpuMs, plain.stallMs, `${plain.result} records`, await streamState()]);
   const first = await timed(() => writer.compact(PARTITION, expired, held));
-  rows.push(['snapshot 1', first.ms, first.cpuMs, `${first.result.records} records, ${first.result.leftOut} left out, ${first.result.purged} purged`, await streamState()]);
+  rows.push(['snapshot 1', first.ms, first.cpuMs, first.stallMs, `${first.result.records} records, ${first.result.leftOut} left out, ${first.result.purged} purged`, await streamState()]);
   const fromSnapshot = await restoreElsewhere();
-  rows.push(['restore from snapshot 1', fromSnapshot.ms, fromSnapshot.cpuMs, `${fromSnapshot.result} records`, '']);
+  rows.push(['restore from snapshot 1', fromSnapshot.ms, fromSnapshot.cpuMs, fromSnapshot.stallMs, `${fromSnapshot.result} records`, '']);
 
   const more = Math.round(DELIVERIES * MORE);
   await fill(writer, DELIVERIES, DELIVERIES + more);
   const second = await timed(() => writer.compact(PARTITION, expired, held));
-  rows.push([`snapshot 2 (after ${more} more)`, second.ms, second.cpuMs, `${second.result.records} records, ${second.result.leftOut} left out, ${second.result.purged} purged`, await streamState()]);
+  rows.push([`snapshot 2 (after ${more} more)`, second.ms, second.cpuMs, second.stallMs, `${second.result.records} records, ${second.result.leftOut} left out, ${second.result.purged} purged`, await streamState()]);
   const afterPurge = await restoreElsewhere();
-  rows.push(['restore from snapshot 2', afterPurge.ms, afterPurge.cpuMs, `${afterPurge.result} records`, '']);
+  rows.push(['restore from snapshot 2', afterPurge.ms, afterPurge.cpuMs, afterPurge.stallMs, `${afterPurge.result} records`, '']);
 
-  console.log(`\n| step | wall ms | CPU ms (this process) | what | stream after |\n|---|---:|---:|---|---|`);
+  console.log(`\n| step | wall ms | CPU ms (this process) | longest event-loop stall ms | what | stream after |\n|---|---:|---:|---:|---|---|`);
   for (const row of rows) console.log(`| ${row.join(' | ')} |`);
   console.log(`\nrestore from snapshot 1 / restore with no snapshot: ${(fromSnapshot.ms / plain.ms).toFixed(2)}x wall, ${(fromSnapshot.cpuMs / plain.cpuMs).toFixed(2)}x CPU`);
 } finally {

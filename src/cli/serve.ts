@@ -26,7 +26,7 @@ Runs Hookline on the settings in the environment (see the README for every varia
                                     HOOKLINE_NATS_REPLICAS (1) replicates its streams and buckets
   --cluster / HOOKLINE_CLUSTER=1    join a cluster over HOOKLINE_NATS_URL; HOOKLINE_NODE_ID,
                                     HOOKLINE_PARTITIONS (64), HOOKLINE_LEASE_TTL (5s),
-                                    HOOKLINE_CHANGELOG_SNAPSHOT_EVERY (10000)
+                                    HOOKLINE_CHANGELOG_SNAPSHOT_EVERY (100000)
 SIGTERM or SIGINT drains in-flight attempts, flushes LMDB and exits 0.`,
   async run(args) {
     if (wantsHelp(args)) {

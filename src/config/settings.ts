@@ -4,7 +4,7 @@ import { HooklineError } from '../errors.js';
 import { SVIX_RETRY_SCHEDULE_MS, parseByteSize, parseDuration, parseRetrySchedule } from './duration.js';
 
 /** Entries a partition's changelog takes after its snapshot before the next is due, at the least. */
-export const DEFAULT_CHANGELOG_SNAPSHOT_EVERY = 10_000;
+export const DEFAULT_CHANGELOG_SNAPSHOT_EVERY = 100_000;
 
 /** Every setting of a Hookline node, resolved from the environment (see the README's table). */
 export interface Settings {
