@@ -77,6 +77,8 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   /** The snapshots being written, one partition after another. */
   private snapshotting: Promise<void> | null = null;
   private stopping = false;
+  /** Logged once: snapshots wait while a live node of an earlier version would not read them. */
+  private snapshotsHeldBack = false;
   private engine!: Engine;
   private handleForwarded: ((request: ForwardedRequest) => Promise<ForwardedReply>) | null = null;
 
@@ -160,7 +162,18 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
    * or the node stops; what it wrote then is never read, and is purged with the next one.
    */
   private async snapshotDue(): Promise<void> {
-    for (const partition of [...this.serving].sort((a, b) => a - b)) {
+    const due = [...this.serving].filter((partition) => this.changelog.snapshotDue(partition)).sort((a, b) => a - b);
+    if (due.length === 0) return;
+    // A node of a version before snapshots, taking a partition over, would read only the batches
+    // and miss what a snapshot folded (once purged): during a rolling upgrade, none is written.
+    const everyNodeReadsThem = await this.leases.everyLiveNodeReadsSnapshots().catch(() => false);
+    if (!everyNodeReadsThem) {
+      if (!this.snapshotsHeldBack) this.logger.info({ partitions: due }, 'partition changelog snapshots held back: a live node of an earlier version does not read them');
+      this.snapshotsHeldBack = true;
+      return;
+    }
+    this.snapshotsHeldBack = false;
+    for (const partition of due) {
       if (this.stopping || !this.changelog.snapshotDue(partition) || !this.actsFor(partition)) continue;
       const started = Date.now();
       try {

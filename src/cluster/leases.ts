@@ -2,8 +2,8 @@ import type { KV } from '@nats-io/kv';
 
 /**
  * Cluster membership and partition leases in one NATS KV bucket:
- * - `node.<nodeId>` → `{ nodeId, heartbeatAt }`, rewritten every heartbeat; a node whose heartbeat
- *   is older than the lease time is gone.
+ * - `node.<nodeId>` → `{ nodeId, heartbeatAt, readsSnapshots }`, rewritten every heartbeat; a node
+ *   whose heartbeat is older than the lease time is gone.
  * - `lease.<partition>` → `{ nodeId, expiresAt }`, written only with compare-and-set on the KV
  *   revision, so two nodes can never both succeed in taking or renewing the same lease.
  * Times are wall-clock milliseconds; nodes of one cluster must keep their clocks in sync (NTP).
@@ -17,6 +17,8 @@ import type { KV } from '@nats-io/kv';
 export interface NodeRecord {
   nodeId: string;
   heartbeatAt: number;
+  /** The node restores from changelog snapshots (absent: a version before them, which would miss what one folds). */
+  readsSnapshots?: boolean;
 }
 
 export interface LeaseRecord {
@@ -56,7 +58,7 @@ export class PartitionLeases {
   }
 
   async heartbeat(): Promise<void> {
-    await this.kv.put(`node.${this.nodeId}`, encode({ nodeId: this.nodeId, heartbeatAt: this.now() } satisfies NodeRecord));
+    await this.kv.put(`node.${this.nodeId}`, encode({ nodeId: this.nodeId, heartbeatAt: this.now(), readsSnapshots: true } satisfies NodeRecord));
   }
 
   async leave(): Promise<void> {
@@ -65,14 +67,23 @@ export class PartitionLeases {
 
   /** Node ids whose heartbeat is within the lease time, sorted. */
   async liveNodes(): Promise<string[]> {
+    return [...new Set((await this.liveNodeRecords()).map((record) => record.nodeId))].sort();
+  }
+
+  /** Whether every live node restores from changelog snapshots: until then, none may be written. */
+  async everyLiveNodeReadsSnapshots(): Promise<boolean> {
+    return (await this.liveNodeRecords()).every((record) => record.readsSnapshots === true);
+  }
+
+  private async liveNodeRecords(): Promise<NodeRecord[]> {
     const entries = await Promise.all((await this.listKeys('node.*')).map((key) => this.kv.get(key)));
-    const nodes = new Set<string>();
+    const records: NodeRecord[] = [];
     for (const entry of entries) {
       if (!entry || entry.operation !== 'PUT' || entry.value.length === 0) continue;
       const record = decode<NodeRecord>(entry.value);
-      if (this.now() - record.heartbeatAt <= this.leaseMs) nodes.add(record.nodeId);
+      if (this.now() - record.heartbeatAt <= this.leaseMs) records.push(record);
     }
-    return [...nodes].sort();
+    return records;
   }
 
   /** The node holding a partition's unexpired lease, or null. */

@@ -131,4 +131,17 @@ describe('cluster membership', () => {
     watching.unsubscribe();
     expect(consumerRequests).toEqual([]);
   });
+
+  it('says whether every live node reads changelog snapshots: a heartbeat of an earlier version has no such field', async () => {
+    const { kv, listKeys } = await leaseBucket();
+    const node = new PartitionLeases(kv, listKeys, 'node-a', LEASE_MS);
+    await node.heartbeat();
+    expect(await node.everyLiveNodeReadsSnapshots()).toBe(true);
+    const earlier = (heartbeatAt: number) => new TextEncoder().encode(JSON.stringify({ nodeId: 'node-old', heartbeatAt }));
+    await kv.put('node.node-old', earlier(Date.now()));
+    expect(await node.everyLiveNodeReadsSnapshots()).toBe(false);
+    // Once its heartbeat is older than the lease time, it is gone, and holds nothing back.
+    await kv.put('node.node-old', earlier(Date.now() - 2 * LEASE_MS));
+    expect(await node.everyLiveNodeReadsSnapshots()).toBe(true);
+  });
 });

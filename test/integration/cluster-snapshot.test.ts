@@ -1,5 +1,7 @@
 import { jetstreamManager } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { desiredPartitions } from '../../src/cluster/rendezvous.js';
 import { ensureBuilt } from '../helpers/child-node.js';
 import { startTestCluster } from '../helpers/cluster.js';
 import { ALL_TYPES } from '../helpers/hookline.js';
@@ -8,9 +10,9 @@ import { waitFor } from '../helpers/wait-for.js';
 
 /**
  * Changelog snapshots in a running cluster: a node writes a partition's snapshot once its batches
- * since the last hold `HOOKLINE_CHANGELOG_SNAPSHOT_EVERY` entries, and a node that takes the
- * partition over after a kill -9 restores every event and delivery from the snapshot and the
- * batches after it.
+ * since the last hold `HOOKLINE_CHANGELOG_SNAPSHOT_EVERY` entries, but not while a live node of an
+ * earlier version would not read it; and a node that takes the partition over after a kill -9
+ * restores every event and delivery from the snapshot and the batches after it.
  */
 
 beforeAll(() => ensureBuilt(), 120_000);
@@ -22,6 +24,11 @@ describe('changelog snapshots', () => {
     onTestFinished(() => cluster.dispose());
     await cluster.startSettled(['node-a']);
     const nodeA = cluster.node('node-a');
+    // A live node of a version before snapshots (its heartbeat has no `readsSnapshots`), named so
+    // that node-a still wins both partitions: nothing moves, but no snapshot may be written.
+    const older = Array.from({ length: 64 }, (_, i) => `node-old-${i}`).find((id) => desiredPartitions('node-a', ['node-a', id], 2).size === 2)!;
+    const membership = await new Kvm(cluster.nats).open(`${cluster.names.natsStream}_leases`);
+    await membership.put(`node.${older}`, new TextEncoder().encode(JSON.stringify({ nodeId: older, heartbeatAt: Date.now() + 600_000 })));
     const { projectId, apiKey } = await cluster.createProject(nodeA, 'snapshotted');
     expect((await cluster.apiSettled(nodeA, 'PUT', '/v1/webhook', { key: apiKey, body: { callbackUrl: receiver.url, status: 'active', eventTypes: ALL_TYPES } })).status).toBe(200);
 
@@ -34,7 +41,10 @@ describe('changelog snapshots', () => {
     await waitFor(() => new Set(receiver.received.map((delivery) => delivery.envelope.id)).size === ids.length, { timeoutMs: 30_000, message: "every event delivered" });
     const partition = cluster.partitionOf(projectId);
     const snapshotsOf = () => nodeA.logs(/^partition changelog snapshot written$/).filter((line) => line.partition === partition);
-    await waitFor(() => snapshotsOf().length > 0, { timeoutMs: 20_000, message: "a snapshot of the partition" });
+    await waitFor(() => nodeA.logs(/^partition changelog snapshots held back/).length > 0, { timeoutMs: 20_000, message: 'snapshots held back' });
+    expect(snapshotsOf()).toEqual([]);
+    await membership.delete(`node.${older}`);
+    await waitFor(() => snapshotsOf().length > 0, { timeoutMs: 20_000, message: 'a snapshot of the partition' });
     expect(snapshotsOf()[0]).toMatchObject({ leftOut: 0 });
     expect(snapshotsOf()[0]!.records).toBeGreaterThan(40);
 
