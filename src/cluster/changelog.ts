@@ -231,11 +231,11 @@ export class PartitionChangelog {
     const log = this.logOf(partition);
     const key = changes.map(recordKey).join(' ');
     // Packed now: the caller's record may change after this call, the version appended may not.
-    const packed = changes.length === 1 ? pack(entryOf(changes[0]!)) : Buffer.concat(changes.map((change) => pack(entryOf(change))));
+    const entry = changes.length === 1 ? pack(entryOf(changes[0]!)) : Buffer.concat([...packed(changes)]);
     // Deleted first, so the entry moves to the end: a record appended alone and again with others
     // has its latest version last in the batch, whichever key held it.
     log.waiting.delete(key);
-    log.waiting.set(key, packed);
+    log.waiting.set(key, entry);
     log.stillHeld = stillHeld;
     const stored = new Promise<void>((resolve, reject) => log.waiters.push({ resolve, reject }));
     // The next turn, not now: every append of the commit that resolved in this turn joins the batch.
@@ -331,9 +331,10 @@ export class PartitionChangelog {
     const marker = await this.lastMarker(partition);
     const snapshot = new Map<string, ChangelogRecord>();
     const latest = new Map<string, ChangelogRecord>();
+    // The snapshot's map becomes `latest` once the batches after it are laid over it, at the end.
     const state: PartitionState = { latest: snapshot, lastBatch: marker?.marker.covers ?? 0, entriesAfterSnapshot: 0, snapshotEntries: 0, marker };
     const batch = (message: JsMsg) => {
-      state.entriesAfterSnapshot += collect(unpackMultiple(message.data) as unknown[], latest);
+      state.entriesAfterSnapshot += collectBatch(message.data, latest);
       state.lastBatch = message.seq;
     };
     if (!marker) {
@@ -347,7 +348,7 @@ export class PartitionChangelog {
     } else {
       if (marker.marker.to > 0) {
         await this.readMessages(this.subjectOf(partition, SNAPSHOT_TOKEN), marker.marker.from, marker.marker.to, (message) => {
-          state.snapshotEntries += collect(unpackMultiple(message.data) as unknown[], snapshot);
+          state.snapshotEntries += collectBatch(message.data, snapshot);
         });
       }
       await this.readMessages(this.subjectOf(partition, LOG_TOKEN), marker.marker.covers + 1, upTo, batch);
@@ -453,6 +454,11 @@ function collect(entries: unknown[], into: Map<string, ChangelogRecord>): number
     if (change) into.set(recordKey(change), change);
   }
   return entries.length;
+}
+
+/** `collect` for a batch message's data: a msgpack sequence of entries. */
+function collectBatch(data: Uint8Array, into: Map<string, ChangelogRecord>): number {
+  return collect(unpackMultiple(data) as unknown[], into);
 }
 
 /** The changes packed as batch entries, one at a time. */
