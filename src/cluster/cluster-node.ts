@@ -15,14 +15,14 @@ import { NatsTransport } from '../transport/nats.js';
 import { natsAccess } from '../transport/nats-access.js';
 import { connectNats } from '../transport/nats-connection.js';
 import { natsStartError } from '../transport/nats-start-error.js';
-import { ensureKv, kvKeyLister, reachJetStream } from '../transport/nats-streams.js';
+import { ensureKv, reachJetStream } from '../transport/nats-streams.js';
 import { verdictSubjectPrefix } from '../transport/verdict.js';
 import type { EventSink } from '../transport/types.js';
 import { PartitionChangelog, type ChangelogRecord } from './changelog.js';
 import { ClusterCoordinator } from './coordinator.js';
 import { partitionFlowControl } from './flow-control.js';
 import type { PartitionHost } from './coordinator.js';
-import { PartitionLeases } from './leases.js';
+import { LeaseKeeper } from './lease-keeper.js';
 import type { ForwardedReply, ForwardedRequest } from './rpc.js';
 import { PartitionRpc } from './rpc.js';
 
@@ -67,7 +67,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   private directory!: KV;
   private changelog!: PartitionChangelog;
   private rpc!: PartitionRpc;
-  private leases!: PartitionLeases;
+  private leases!: LeaseKeeper;
   private coordinator!: ClusterCoordinator;
   /** Partitions restored and served here (their lease may still lapse: see `actsFor`). */
   private readonly serving = new Set<number>();
@@ -122,23 +122,32 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
       const replicas = this.settings.natsReplicas;
       // Every name derives from the events stream's, so clusters (and tests) sharing a NATS stay apart.
       this.directory = await ensureKv(this.connection, this.manager, `${this.settings.natsStream}_directory`, replicas, this.logger);
-      const leasesBucket = `${this.settings.natsStream}_leases`;
-      const clusterKv = await ensureKv(this.connection, this.manager, leasesBucket, replicas, this.logger);
       this.changelog = new PartitionChangelog(this.connection, `${this.settings.natsStream}_CHANGELOG`, `${this.settings.clusterSubjectPrefix}.changelog`, this.settings.changelogSnapshotEvery);
       await this.changelog.ensureStream(replicas, this.logger);
-      this.logger.info({ replicas, ms: Date.now() - started }, 'cluster: directory, leases and changelog ready');
       this.rpc = new PartitionRpc(this.connection, `${this.settings.clusterSubjectPrefix}.rpc`, (request) => this.handleForwarded!(request));
-      const listLeaseKeys = kvKeyLister(this.manager, leasesBucket);
-      this.leases = new PartitionLeases(clusterKv, listLeaseKeys, this.nodeId, this.cluster.leaseMs);
+      const tickMs = Math.max(100, Math.floor(this.cluster.leaseMs / 4));
+      // On a thread of its own, with its own connection: the bucket's membership and leases.
+      this.leases = await LeaseKeeper.start({
+        access: natsAccess(this.settings),
+        bucket: `${this.settings.natsStream}_leases`,
+        replicas,
+        nodeId: this.nodeId,
+        partitions: this.cluster.partitions,
+        leaseMs: this.cluster.leaseMs,
+        tickMs,
+        logger: this.logger,
+      });
+      this.logger.info({ replicas, ms: Date.now() - started }, 'cluster: directory, leases and changelog ready');
       this.coordinator = new ClusterCoordinator({
         leases: this.leases,
         host: this,
         partitions: this.cluster.partitions,
-        tickMs: Math.max(100, Math.floor(this.cluster.leaseMs / 4)),
+        tickMs,
         releaseTimeoutMs: this.settings.deliveryTimeoutMs + 5_000,
         logger: this.logger,
       });
     } catch (error) {
+      await this.leases?.stop();
       await this.connection?.close().catch(() => {});
       throw natsStartError(natsAccess(this.settings), error);
     }
@@ -410,6 +419,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
     if (this.snapshotTimer) clearInterval(this.snapshotTimer);
     await this.snapshotting;
     await this.coordinator?.stop();
+    await this.leases?.stop();
     this.directoryWatch?.stop();
     this.rpc?.close();
     await this.connection?.drain().catch(() => this.connection?.close());

@@ -1,5 +1,5 @@
 import type { Logger } from '../actors/project-actor.js';
-import type { PartitionLeases } from './leases.js';
+import type { CoordinatorLeases } from './lease-keeper.js';
 import { desiredPartitions } from './rendezvous.js';
 
 /**
@@ -15,10 +15,11 @@ export interface PartitionHost {
 }
 
 export interface CoordinatorOptions {
-  leases: PartitionLeases;
+  /** Kept renewed apart from this loop (`LeaseKeeper`), which tells of the ones it loses. */
+  leases: CoordinatorLeases;
   host: PartitionHost;
   partitions: number;
-  /** Heartbeat, renewal and rebalancing period; the lease lasts `leaseMs` (several periods). */
+  /** Rebalancing period (the watchdog runs several times a period). */
   tickMs: number;
   /**
    * Longest wait for a handed-back partition to stop (its attempts drain, its consumer closes)
@@ -31,9 +32,8 @@ export interface CoordinatorOptions {
 
 /**
  * Keeps this node's set of partitions equal to what rendezvous hashing over the live nodes gives it.
- * Three loops, so that a slow one never starves the others:
- * - renewal (every tick): every held lease renewed at once; the heartbeat beside it, never
- *   waited for. A lease someone else took is fenced at once.
+ * The leases are renewed elsewhere (`LeaseKeeper`, on its own thread), which reports a lease another
+ * node took, or one that ran out before its renewal was answered: either is fenced at once. Two loops:
  * - watchdog (several times a tick, no I/O): a held lease whose local validity ran out (renewals
  *   failed or hung, NATS unreachable) is fenced: the node stops starting attempts for it before
  *   any other node may take it over.
@@ -56,9 +56,7 @@ export class ClusterCoordinator {
   /** Partitions being taken over or handed back: lease held (and renewed), not acted for. */
   private readonly busy = new Set<number>();
   private readonly handovers = new Set<Promise<void>>();
-  private timers: { renewal?: NodeJS.Timeout; rebalancing?: NodeJS.Timeout; watchdog?: NodeJS.Timeout } = {};
-  private renewing: Promise<void> | null = null;
-  private heartbeating: Promise<void> | null = null;
+  private timers: { rebalancing?: NodeJS.Timeout; watchdog?: NodeJS.Timeout } = {};
   private rebalancing: Promise<void> | null = null;
   private stopped = false;
 
@@ -73,7 +71,11 @@ export class ClusterCoordinator {
   }
 
   async start(): Promise<void> {
-    await this.heartbeat();
+    this.options.leases.onFenced((partition, outcome) => {
+      // Its own message: on a single node, "taken by another node" sent operators looking for one.
+      this.fence(partition, outcome === 'lost' ? 'partition lease taken by another node; stopped acting for it' : NOT_RENEWED);
+    });
+    await this.options.leases.join();
     await this.rebalance();
     const { tickMs } = this.options;
     const every = (ms: number, run: () => void) => {
@@ -82,40 +84,11 @@ export class ClusterCoordinator {
       return timer;
     };
     this.timers = {
-      renewal: every(tickMs, () => {
-        this.heartbeating ??= this.heartbeat().finally(() => (this.heartbeating = null));
-        this.renewing ??= this.renewRound().finally(() => (this.renewing = null));
-      }),
       rebalancing: every(tickMs, () => {
         this.rebalancing ??= this.rebalance().finally(() => (this.rebalancing = null));
       }),
       watchdog: every(Math.max(25, Math.floor(tickMs / 4)), () => this.watchdog()),
     };
-  }
-
-  /**
-   * This node's heartbeat, on its own: renewals that waited for its answer (1.3 s seen at load 6-13)
-   * lapsed leases NATS would have renewed, and the node fenced every partition it had.
-   */
-  private async heartbeat(): Promise<void> {
-    try {
-      await this.options.leases.heartbeat();
-    } catch (error) {
-      this.options.logger.warn({ err: error }, 'cluster heartbeat failed; retrying next tick');
-    }
-  }
-
-  /** Renewal of every held lease (also those being taken over or handed back). */
-  private async renewRound(): Promise<void> {
-    const { leases } = this.options;
-    await Promise.all(
-      leases.heldPartitions().map(async (partition) => {
-        const outcome = await leases.renew(partition);
-        if (outcome === 'lost') this.fence(partition, 'partition lease taken by another node; stopped acting for it');
-        // Its own message: on a single node, "taken by another node" sent operators looking for one.
-        if (outcome === 'lapsed') this.fence(partition, NOT_RENEWED);
-      }),
-    );
   }
 
   /** Fences every owned partition whose lease is no longer valid by the local clock. */
@@ -208,9 +181,7 @@ export class ClusterCoordinator {
     await this.rebalancing;
     for (const partition of [...this.owned]) this.handBack(partition);
     await Promise.all([...this.handovers]);
-    clearInterval(this.timers.renewal);
     clearInterval(this.timers.watchdog);
-    await Promise.all([this.renewing, this.heartbeating]);
     await this.options.leases.leave().catch(() => {});
   }
 }

@@ -96,8 +96,12 @@ export class PartitionLeases {
 
   /** True while this node holds the lease and its local validity has not run out. */
   isValid(partition: number): boolean {
-    const lease = this.held.get(partition);
-    return lease !== undefined && this.now() < lease.validUntil;
+    return this.now() < this.validUntil(partition);
+  }
+
+  /** When this node stops counting the lease valid (ms); 0 when it does not hold it. */
+  validUntil(partition: number): number {
+    return this.held.get(partition)?.validUntil ?? 0;
   }
 
   /** Partitions whose lease this node holds (valid or not yet given up). */

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ClusterCoordinator } from '../../src/cluster/coordinator.js';
+import { LeaseRenewal } from '../../src/cluster/lease-renewal.js';
 import { PartitionLeases } from '../../src/cluster/leases.js';
 import { ensureKv, kvKeyLister } from '../../src/transport/nats-streams.js';
 import { SHARED_NATS_URL, connectNats, deleteStreams } from '../helpers/nats.js';
@@ -38,41 +38,71 @@ describe('partition leases', () => {
   it('are renewed on time while a heartbeat stalls: no partition is fenced', async () => {
     const { kv, listKeys } = await leaseBucket();
     const leases = new PartitionLeases(kv, listKeys, 'node-a', LEASE_MS);
-    // The heartbeat's KV put answers late once the node holds its partitions; the renewals are real.
-    let stallHeartbeats = false;
+    for (let partition = 0; partition < PARTITIONS; partition++) expect(await leases.acquire(partition)).toBe(true);
+    // The heartbeat's KV put answers late; the renewals are real.
     let stalled = 0;
     const heartbeat = leases.heartbeat.bind(leases);
     leases.heartbeat = async () => {
-      if (stallHeartbeats) {
-        stalled++;
-        await new Promise((resolve) => setTimeout(resolve, HEARTBEAT_STALL_MS));
-      }
+      stalled++;
+      await new Promise((resolve) => setTimeout(resolve, HEARTBEAT_STALL_MS));
       await heartbeat();
     };
     const warnings: string[] = [];
-    const logger = { info: () => {}, warn: (_: object, message?: string) => void warnings.push(message ?? ''), error: () => {} };
-    const released: number[] = [];
-    const coordinator = new ClusterCoordinator({
+    const fenced: number[] = [];
+    let renewals = 0;
+    const renewal = new LeaseRenewal({
       leases,
-      host: { acquire: async () => {}, release: async (partition) => void released.push(partition) },
-      partitions: PARTITIONS,
       tickMs: LEASE_MS / 4,
-      releaseTimeoutMs: 1_000,
-      logger,
+      lastTurnAt: () => Date.now(),
+      maxStallMs: 30_000,
+      onRenewed: () => renewals++,
+      onFenced: (partition) => fenced.push(partition),
+      logger: { warn: (_: object, message?: string) => void warnings.push(message ?? '') },
     });
-    await coordinator.start();
-    cleanups.push(() => coordinator.stop());
-    await waitFor(() => coordinator.ownedPartitions().size === PARTITIONS, { message: 'every partition owned' });
+    renewal.start();
+    cleanups.push(() => renewal.stop());
 
-    stallHeartbeats = true;
     // Two stalls back to back, each longer than a lease stays valid after its last renewal.
     await new Promise((resolve) => setTimeout(resolve, 2 * HEARTBEAT_STALL_MS));
 
     expect(stalled).toBeGreaterThanOrEqual(2);
+    expect(renewals).toBeGreaterThanOrEqual(8 * PARTITIONS);
     expect(warnings).toEqual([]);
-    expect(released).toEqual([]);
-    expect(coordinator.ownedPartitions().size).toBe(PARTITIONS);
+    expect(fenced).toEqual([]);
     for (let partition = 0; partition < PARTITIONS; partition++) expect(leases.isValid(partition), `partition ${partition}`).toBe(true);
+  }, 30_000);
+
+  it('are no longer renewed, nor the heartbeat written, once the main thread has not turned for longer than allowed', async () => {
+    const { kv, listKeys } = await leaseBucket();
+    const leases = new PartitionLeases(kv, listKeys, 'node-a', LEASE_MS);
+    expect(await leases.acquire(0)).toBe(true);
+    // The "main thread": turning, until it stops at `stoppedAt`.
+    let stoppedAt: number | null = null;
+    const warnings: string[] = [];
+    const renewal = new LeaseRenewal({
+      leases,
+      tickMs: LEASE_MS / 4,
+      lastTurnAt: () => stoppedAt ?? Date.now(),
+      maxStallMs: LEASE_MS,
+      onRenewed: () => {},
+      onFenced: () => {},
+      logger: { warn: (_: object, message?: string) => void warnings.push(message ?? '') },
+    });
+    renewal.start();
+    cleanups.push(() => renewal.stop());
+    await waitFor(async () => (await leases.liveNodes()).includes('node-a'), { message: 'node-a heartbeats' });
+    // It stops turning: within the allowance the lease is still kept, then it runs out.
+    stoppedAt = Date.now();
+    await new Promise((resolve) => setTimeout(resolve, LEASE_MS / 2));
+    expect(leases.isValid(0)).toBe(true);
+    await waitFor(() => !leases.isValid(0), { timeoutMs: 3 * LEASE_MS, message: 'the lease runs out' });
+    expect(Date.now() - stoppedAt).toBeGreaterThanOrEqual(LEASE_MS);
+    expect(warnings.filter((message) => message.includes('has not turned'))).toHaveLength(1);
+    await waitFor(async () => !(await leases.liveNodes()).includes('node-a'), { timeoutMs: 3 * LEASE_MS, message: 'node-a drops out of the membership' });
+    // Turning again: renewals resume, but a lease that ran out locally stays out (the node must take it again).
+    stoppedAt = null;
+    await waitFor(async () => (await leases.liveNodes()).includes('node-a'), { message: 'node-a heartbeats again' });
+    expect(leases.isValid(0)).toBe(false);
   }, 30_000);
 });
 

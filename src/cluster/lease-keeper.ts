@@ -1,0 +1,197 @@
+import { Worker } from 'node:worker_threads';
+import type { Logger } from '../actors/actor-deps.js';
+import type { NatsAccess } from '../transport/nats-access.js';
+import { natsStartError } from '../transport/nats-start-error.js';
+import type { FencedOutcome } from './lease-renewal.js';
+import { LAST_TURN_SLOT, errorFrom, sharedSlots, validitySlot, type LeaseCall, type LeaseWorkerData, type LeaseWorkerMessage } from './lease-protocol.js';
+
+/** The node's partition leases as the coordinator uses them. */
+export interface CoordinatorLeases {
+  readonly nodeId: string;
+  /** Writes this node's heartbeat and keeps it (and every lease held) renewed: the node is a member from then on. */
+  join(): Promise<void>;
+  /** True while this node holds the lease and its local validity has not run out. */
+  isValid(partition: number): boolean;
+  /** Takes the lease when free or expired; false when another node holds it or won the race. */
+  acquire(partition: number): Promise<boolean>;
+  /** Gives the lease up at once (only if still ours). */
+  release(partition: number): Promise<void>;
+  /** Node ids whose heartbeat is within the lease time, sorted. */
+  liveNodes(): Promise<string[]>;
+  /** Called for each held lease a renewal found taken by another node (`lost`) or run out locally (`lapsed`). */
+  onFenced(listener: (partition: number, outcome: FencedOutcome) => void): void;
+  /** Stops renewing and heartbeating, and leaves the membership. */
+  leave(): Promise<void>;
+}
+
+export interface LeaseKeeperOptions {
+  access: NatsAccess;
+  /** The KV bucket of membership and leases (made already). */
+  bucket: string;
+  replicas: number;
+  nodeId: string;
+  partitions: number;
+  leaseMs: number;
+  /** Heartbeat and renewal period. */
+  tickMs: number;
+  /**
+   * Longest the main thread's event loop may go without a turn before the leases are no longer
+   * renewed: a node stuck for good must hand its partitions to the others.
+   * @default the larger of 30 s and 6 lease times
+   */
+  maxStallMs?: number;
+  logger: Logger;
+}
+
+/** A stall this long is a stuck node, not a slow one (a long GC, a restore's turn, swap). */
+export const defaultMaxStallMs = (leaseMs: number): number => Math.max(30_000, 6 * leaseMs);
+
+/**
+ * The node's partition leases, kept by a worker thread (`lease-worker.ts`) with its own NATS
+ * connection, so a long turn of the node's event loop never delays a renewal: before, a node whose
+ * loop stalled for most of a lease (ingesting a backlog, restoring a partition) lapsed every lease
+ * and handed its partitions back. `isValid` reads the validity the worker mirrors into shared
+ * memory, with no message; the rest are requests to the worker. The main thread marks each tick
+ * that it still turns, and the worker renews only while it does (`maxStallMs`).
+ */
+export class LeaseKeeper implements CoordinatorLeases {
+  private readonly shared: BigInt64Array;
+  private readonly pending = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>();
+  private readonly fencedListeners: Array<(partition: number, outcome: FencedOutcome) => void> = [];
+  private nextId = 1;
+  /** Set when the worker is gone: no lease counts as valid from then on. */
+  private gone: Error | null = null;
+  private stopping = false;
+  private leaving: Promise<void> | null = null;
+  private readonly turnMarker: NodeJS.Timeout;
+
+  private constructor(
+    private readonly worker: Worker,
+    shared: SharedArrayBuffer,
+    readonly nodeId: string,
+    private readonly logger: Logger,
+    tickMs: number,
+  ) {
+    this.shared = new BigInt64Array(shared);
+    this.markTurn();
+    this.turnMarker = setInterval(() => this.markTurn(), tickMs);
+    this.turnMarker.unref();
+  }
+
+  /**
+   * Starts the worker; resolves once it is connected (the node joins the membership with `join`).
+   * @throws {HooklineError} the NATS start error naming the setting, when the worker cannot connect
+   */
+  static async start(options: LeaseKeeperOptions): Promise<LeaseKeeper> {
+    const shared = new SharedArrayBuffer(sharedSlots(options.partitions) * BigInt64Array.BYTES_PER_ELEMENT);
+    const data: LeaseWorkerData = {
+      access: options.access,
+      bucket: options.bucket,
+      replicas: options.replicas,
+      nodeId: options.nodeId,
+      leaseMs: options.leaseMs,
+      tickMs: options.tickMs,
+      maxStallMs: options.maxStallMs ?? defaultMaxStallMs(options.leaseMs),
+      shared,
+    };
+    const worker = new Worker(new URL('./lease-worker.js', import.meta.url), { workerData: data, name: 'hookline-leases' });
+    const keeper = new LeaseKeeper(worker, shared, options.nodeId, options.logger, options.tickMs);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        worker.on('message', (message: LeaseWorkerMessage) => {
+          if (message.type === 'ready') resolve();
+          else if (message.type === 'failed') reject(errorFrom(message.error));
+          else keeper.receive(message);
+        });
+        worker.on('error', reject);
+        worker.on('exit', (code) => {
+          reject(new Error(`the lease worker exited (code ${code}) before it was ready`));
+          keeper.workerGone(code);
+        });
+      });
+    } catch (error) {
+      keeper.stopping = true;
+      clearInterval(keeper.turnMarker);
+      await worker.terminate();
+      throw natsStartError(options.access, error);
+    }
+    return keeper;
+  }
+
+  private markTurn(): void {
+    Atomics.store(this.shared, LAST_TURN_SLOT, BigInt(Date.now()));
+  }
+
+  private receive(message: LeaseWorkerMessage): void {
+    if (message.type === 'reply') {
+      const waiter = this.pending.get(message.id);
+      this.pending.delete(message.id);
+      if (message.error) waiter?.reject(errorFrom(message.error));
+      else waiter?.resolve(message.result);
+    } else if (message.type === 'fenced') {
+      for (const listener of this.fencedListeners) listener(message.partition, message.outcome);
+    } else if (message.type === 'log') {
+      this.logger[message.level](message.fields, message.message);
+    }
+  }
+
+  private workerGone(code: number): void {
+    if (this.gone) return;
+    this.gone = new Error(`the lease worker has stopped (exit code ${code})`);
+    for (const waiter of this.pending.values()) waiter.reject(this.gone);
+    this.pending.clear();
+    // Every partition is fenced by the coordinator's watchdog: no lease counts as valid any more.
+    if (!this.stopping) this.logger.error({ code }, 'the partition lease worker stopped; this node acts for no partition until it is restarted');
+  }
+
+  private request<T>(call: LeaseCall): Promise<T> {
+    if (this.gone) return Promise.reject(this.gone);
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      this.worker.postMessage({ ...call, id });
+    });
+  }
+
+  isValid(partition: number): boolean {
+    return this.gone === null && Date.now() < Number(Atomics.load(this.shared, validitySlot(partition)));
+  }
+
+  join(): Promise<void> {
+    return this.request({ op: 'join' });
+  }
+
+  acquire(partition: number): Promise<boolean> {
+    return this.request({ op: 'acquire', partition });
+  }
+
+  release(partition: number): Promise<void> {
+    return this.request({ op: 'release', partition });
+  }
+
+  liveNodes(): Promise<string[]> {
+    return this.request({ op: 'liveNodes' });
+  }
+
+  /** Whether every live node restores from changelog snapshots: until then, none may be written. */
+  everyLiveNodeReadsSnapshots(): Promise<boolean> {
+    return this.request({ op: 'everyLiveNodeReadsSnapshots' });
+  }
+
+  onFenced(listener: (partition: number, outcome: FencedOutcome) => void): void {
+    this.fencedListeners.push(listener);
+  }
+
+  leave(): Promise<void> {
+    this.leaving ??= this.request({ op: 'leave' });
+    return this.leaving;
+  }
+
+  /** Leaves the membership (when the worker still runs) and ends the worker. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearInterval(this.turnMarker);
+    if (!this.gone) await this.leave().catch(() => {});
+    await this.worker.terminate();
+  }
+}
