@@ -161,12 +161,14 @@ export class LeaseKeeper implements CoordinatorLeases {
     return this.request({ op: 'join' });
   }
 
+  /** False, too, once the worker is gone (the worker itself answers false on any failure). */
   acquire(partition: number): Promise<boolean> {
-    return this.request({ op: 'acquire', partition });
+    return this.request<boolean>({ op: 'acquire', partition }).catch(() => false);
   }
 
+  /** Nothing to give up once the worker is gone: its leases expire on their own. */
   release(partition: number): Promise<void> {
-    return this.request({ op: 'release', partition });
+    return this.request<void>({ op: 'release', partition }).catch(() => {});
   }
 
   liveNodes(): Promise<string[]> {

@@ -29,7 +29,8 @@ let connection: NatsConnection | undefined;
 let leases: PartitionLeases;
 let renewal: LeaseRenewal;
 
-const mirror = (partition: number) => Atomics.store(shared, validitySlot(partition), BigInt(leases.validUntil(partition)));
+// Whole milliseconds: BigInt() throws on a fraction.
+const mirror = (partition: number) => Atomics.store(shared, validitySlot(partition), BigInt(Math.floor(leases.validUntil(partition))));
 
 async function answer(request: LeaseRequest): Promise<unknown> {
   switch (request.op) {

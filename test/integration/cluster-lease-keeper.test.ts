@@ -1,10 +1,8 @@
-import { randomBytes } from 'node:crypto';
-import { jetstreamManager } from '@nats-io/jetstream';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PartitionLeases } from '../../src/cluster/leases.js';
-import { ensureKv, kvKeyLister } from '../../src/transport/nats-streams.js';
 import { ensureBuilt } from '../helpers/child-node.js';
-import { SHARED_NATS_URL, connectNats, deleteStreams } from '../helpers/nats.js';
+import { testLeaseBucket } from '../helpers/lease-bucket.js';
+import { SHARED_NATS_URL } from '../helpers/nats.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 /**
@@ -33,14 +31,8 @@ beforeAll(async () => {
 
 /** A leases bucket of its own (deleted after the test), a keeper on it, and another node's leases on the same bucket. */
 async function keeperAndRival(options: { maxStallMs?: number } = {}) {
-  const connection = await connectNats(SHARED_NATS_URL);
-  const bucket = `HL_TEST_keeper_${randomBytes(5).toString('hex')}`;
-  cleanups.push(async () => {
-    await deleteStreams(connection, [`KV_${bucket}`]);
-    await connection.close();
-  });
-  const manager = await jetstreamManager(connection);
-  const kv = await ensureKv(connection, manager, bucket, 1);
+  const { bucket, kv, listKeys, dispose } = await testLeaseBucket('HL_TEST_keeper');
+  cleanups.push(dispose);
   const warnings: string[] = [];
   const keeper = await LeaseKeeper.start({
     access: { natsUrl: SHARED_NATS_URL },
@@ -56,7 +48,7 @@ async function keeperAndRival(options: { maxStallMs?: number } = {}) {
   cleanups.push(() => keeper.stop());
   const fenced: Array<[number, string]> = [];
   keeper.onFenced((partition, outcome) => fenced.push([partition, outcome]));
-  const rival = new PartitionLeases(kv, kvKeyLister(manager, bucket), 'node-b', LEASE_MS);
+  const rival = new PartitionLeases(kv, listKeys, 'node-b', LEASE_MS);
   return { keeper, rival, kv, fenced, warnings };
 }
 

@@ -5,6 +5,7 @@ import { LeaseRenewal } from '../../src/cluster/lease-renewal.js';
 import { PartitionLeases } from '../../src/cluster/leases.js';
 import { ensureKv, kvKeyLister } from '../../src/transport/nats-streams.js';
 import { SHARED_NATS_URL, connectNats, deleteStreams } from '../helpers/nats.js';
+import { testLeaseBucket, type TestLeaseBucket } from '../helpers/lease-bucket.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 /**
@@ -22,16 +23,11 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** A leases bucket of its own on the shared NATS (deleted after the test) and its key lister. */
-async function leaseBucket(): Promise<{ kv: Awaited<ReturnType<typeof ensureKv>>; listKeys: ReturnType<typeof kvKeyLister> }> {
-  const connection = await connectNats(SHARED_NATS_URL);
-  const bucket = `HL_TEST_leases_${randomBytes(5).toString('hex')}`;
-  cleanups.push(async () => {
-    await deleteStreams(connection, [`KV_${bucket}`]);
-    await connection.close();
-  });
-  const manager = await jetstreamManager(connection);
-  return { kv: await ensureKv(connection, manager, bucket, 1), listKeys: kvKeyLister(manager, bucket) };
+/** A leases bucket of its own on the shared NATS, deleted after the test. */
+async function leaseBucket(): Promise<TestLeaseBucket> {
+  const bucket = await testLeaseBucket();
+  cleanups.push(() => bucket.dispose());
+  return bucket;
 }
 
 describe('partition leases', () => {
