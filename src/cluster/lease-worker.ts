@@ -21,7 +21,8 @@ const post = (message: LeaseWorkerMessage) => port.postMessage(message);
 
 const logAt = (level: 'info' | 'warn' | 'error') => (fields: object, message?: string) => {
   const { err, ...rest } = fields as Record<string, unknown>;
-  post({ type: 'log', level, message: message ?? '', fields: { ...rest, ...(err !== undefined ? { err: errorFields(err) } : {}) } });
+  // `thread` tells its lines from the main thread's (both connections report NATS outages).
+  post({ type: 'log', level, message: message ?? '', fields: { thread: 'leases', ...rest, ...(err !== undefined ? { err: errorFields(err) } : {}) } });
 };
 const logger: Logger = { info: logAt('info'), warn: logAt('warn'), error: logAt('error') };
 
