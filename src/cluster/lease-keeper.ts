@@ -62,6 +62,8 @@ export class LeaseKeeper implements CoordinatorLeases {
   /** Set when the worker is gone: no lease counts as valid from then on. */
   private gone: Error | null = null;
   private stopping = false;
+  /** What the worker threw, if it did: logged when it exits. */
+  private failure: Error | undefined;
   private leaving: Promise<void> | null = null;
   private readonly turnMarker: NodeJS.Timeout;
 
@@ -103,7 +105,10 @@ export class LeaseKeeper implements CoordinatorLeases {
           else if (message.type === 'failed') reject(errorFrom(message.error));
           else keeper.receive(message);
         });
-        worker.on('error', reject);
+        worker.on('error', (error) => {
+          keeper.failure = error;
+          reject(error);
+        });
         worker.on('exit', (code) => {
           reject(new Error(`the lease worker exited (code ${code}) before it was ready`));
           keeper.workerGone(code);
@@ -141,7 +146,7 @@ export class LeaseKeeper implements CoordinatorLeases {
     for (const waiter of this.pending.values()) waiter.reject(this.gone);
     this.pending.clear();
     // Every partition is fenced by the coordinator's watchdog: no lease counts as valid any more.
-    if (!this.stopping) this.logger.error({ code }, 'the partition lease worker stopped; this node acts for no partition until it is restarted');
+    if (!this.stopping) this.logger.error({ code, err: this.failure }, 'the partition lease worker stopped; this node acts for no partition until it is restarted');
   }
 
   private request<T>(call: LeaseCall): Promise<T> {
