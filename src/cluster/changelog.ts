@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { DeliverPolicy, RetentionPolicy, StorageType, jetstream } from '@nats-io/jetstream';
 import type { JetStreamClient, JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -122,7 +123,6 @@ const READ_BYTES_PER_PULL = 8 * 1024 * 1024;
  * loop: in one go, 30,000 deliveries with their steps held it for 200 ms (bench:changelog).
  */
 const RECORDS_PER_TURN = 5_000;
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Room left in a message for its headers, below the server's max_payload. */
 const HEADER_ROOM_BYTES = 4096;

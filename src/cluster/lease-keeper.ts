@@ -18,7 +18,7 @@ export interface CoordinatorLeases {
   release(partition: number): Promise<void>;
   /** Node ids whose heartbeat is within the lease time, sorted. */
   liveNodes(): Promise<string[]>;
-  /** Called for each held lease a renewal found taken by another node (`lost`) or run out locally (`lapsed`). */
+  /** Sets who is told of each held lease a renewal found taken by another node (`lost`) or run out locally (`lapsed`). */
   onFenced(listener: (partition: number, outcome: FencedOutcome) => void): void;
   /** Stops renewing and heartbeating, and leaves the membership. */
   leave(): Promise<void>;
@@ -57,7 +57,8 @@ export const defaultMaxStallMs = (leaseMs: number): number => Math.max(30_000, 6
 export class LeaseKeeper implements CoordinatorLeases {
   private readonly shared: BigInt64Array;
   private readonly pending = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>();
-  private readonly fencedListeners: Array<(partition: number, outcome: FencedOutcome) => void> = [];
+  /** The coordinator's: it fences what the worker reports. */
+  private fencedListener: (partition: number, outcome: FencedOutcome) => void = () => {};
   private nextId = 1;
   /** Set when the worker is gone: no lease counts as valid from then on. */
   private gone: Error | null = null;
@@ -134,7 +135,7 @@ export class LeaseKeeper implements CoordinatorLeases {
       if (message.error) waiter?.reject(errorFrom(message.error));
       else waiter?.resolve(message.result);
     } else if (message.type === 'fenced') {
-      for (const listener of this.fencedListeners) listener(message.partition, message.outcome);
+      this.fencedListener(message.partition, message.outcome);
     } else if (message.type === 'log') {
       this.logger[message.level](message.fields, message.message);
     }
@@ -186,7 +187,7 @@ export class LeaseKeeper implements CoordinatorLeases {
   }
 
   onFenced(listener: (partition: number, outcome: FencedOutcome) => void): void {
-    this.fencedListeners.push(listener);
+    this.fencedListener = listener;
   }
 
   leave(): Promise<void> {
