@@ -124,3 +124,26 @@ describe('the detail route', () => {
     expect(times.at(-1)).toBe(Date.parse(detail.updatedAt));
   });
 });
+
+describe('releasing a project (a cluster partition moving away)', () => {
+  it('resolves only once the attempt in flight has finished and its outcome is committed to LMDB', async () => {
+    const hookline = await startTestHookline();
+    let answer: () => void = () => {};
+    const answered = new Promise<void>((resolve) => (answer = resolve));
+    const receiver = await startReceiver({ respond: async () => (await answered, { status: 204 }) });
+    await configureReceiver(hookline, receiver);
+    const sent = await hookline.client.sendEvent({ type: 'service.trigger.event', data: {} });
+    await waitFor(() => receiver.received.length === 1, { message: 'the attempt at the receiver' });
+
+    const { engine } = hookline.node;
+    const projectId = engine.store.allProjects().find((project) => engine.store.getDeliveryHead(project.id, sent.deliveryId!))!.id;
+    let released = false;
+    const releasing = engine.releaseProjects(() => true).then(() => (released = true));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(released).toBe(false); // the attempt is still in flight
+    answer();
+    await releasing;
+    // Read at once, from LMDB: the outcome's commit is what the release waited for.
+    expect(engine.store.getDeliveryHead(projectId, sent.deliveryId!)).toMatchObject({ status: 'succeeded' });
+  });
+});
