@@ -62,6 +62,19 @@ function threadKind(names) {
   return 'other threads';
 }
 
+/** The layer a module belongs to, for the coarsest view of the main thread. */
+function layerOf(module) {
+  if (module.startsWith('dist/')) return 'Hookline (dist/)';
+  if (/^(lmdb|msgpackr|ordered-binary)$/.test(module)) return 'storage: lmdb-js, msgpackr, ordered-binary';
+  // undici parses answers with llhttp compiled to wasm.
+  if (module === 'undici' || module.startsWith('wasm-')) return 'outbound HTTP: undici';
+  if (/^(fastify|find-my-way|secure-json-parse|fast-json-stringify|avvio|light-my-request|@fastify\/.*|fast-uri|ajv|pino.*|zod)$/.test(module)) return 'inbound API: fastify and its parsers, zod, pino';
+  if (/^node:(internal\/streams|_http|net|internal\/stream_base|internal\/http)/.test(module) || module.includes('the event loop')) return "Node's sockets, HTTP server and event loop";
+  if (module.includes('GC')) return 'GC on the main thread';
+  if (module.startsWith('node:')) return "Node's other modules (promises, timers, crypto, buffers)";
+  return 'other';
+}
+
 /** A JS frame's file as a short module name: a package, a file of dist/, or Node's own. */
 function moduleOf(location) {
   const packageMatch = /node_modules\/(?:.*\/node_modules\/)?((?:@[^/]+\/)?[^/]+)\//.exec(location);
@@ -85,6 +98,7 @@ const mainTid = [...threads].sort((a, b) => b[1] - a[1])[0][0];
 const byThread = new Map();
 const kernel = new Map();
 const modules = new Map();
+const layers = new Map();
 const functions = new Map();
 let kernelSamples = 0;
 let mainSamples = 0;
@@ -103,16 +117,19 @@ for (const { tid, frames } of samples) {
     const loop = /uv__io_poll|uv_run/.test(names);
     const label = gc ? '(no JS frame: GC)' : loop ? '(no JS frame: the event loop, socket reads, native callbacks)' : '(no JS frame: other)';
     tally(modules, label);
+    tally(layers, layerOf(label));
     tally(functions, label);
     continue;
   }
   const location = js.symbol.replace(/^JS:[*~^]?/, '');
   tally(modules, moduleOf(location));
+  tally(layers, layerOf(moduleOf(location)));
   tally(functions, location.replace(/file:\/\/\S*?\/(dist|node_modules)\//, '$1/').replace(/ \/\S*?\/(dist|node_modules)\//, ' $1/') + (frames[0].kernel ? ' [in the kernel]' : ''));
 }
 
 console.log(`${samples.length} samples; main thread ${mainTid}; in the kernel ${((100 * kernelSamples) / samples.length).toFixed(1)}%`);
 print('Threads (% of all samples)', byThread, samples.length);
 print('Kernel, by what entered it (% of all samples)', kernel, samples.length);
+print(`Main thread by layer (% of its ${mainSamples} samples)`, layers, mainSamples);
 print(`Main thread by module of the first JS frame (% of its ${mainSamples} samples)`, modules, mainSamples);
 print('Main thread by first JS function (% of its samples)', functions, mainSamples);
