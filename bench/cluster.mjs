@@ -31,7 +31,9 @@
 //      BENCH_REPLICA_NODES (3),
 //      BENCH_LEASE (5s: the throughput runs' HOOKLINE_LEASE_TTL; a short one overloads the leases),
 //      BENCH_KEEP=1 (keep temp dirs with each node's log and, on the shared NATS, the streams),
-//      BENCH_PROFILE_DIR (run every node with --cpu-prof, profiles into that dir), BENCH_NODE_ARGS
+//      BENCH_PROFILE_DIR (run every node with --cpu-prof, profiles into that dir), BENCH_PERF_DIR
+//      (`perf record` the first node of each throughput run, summed by engine/perf-summary.mjs; needs
+//      Debian's linux-perf), BENCH_NODE_ARGS
 //      (more node options for every node, e.g. "--trace-gc"; their output goes to the node's log). HOOKLINE_* variables reach the nodes.
 // Smoke run: BENCH_N=1000 BENCH_WARMUP=200 BENCH_NODES=1,2 BENCH_LEASES=2s npm run bench:cluster
 import { randomBytes } from 'node:crypto';
@@ -40,7 +42,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { countReceipt, cpuSeconds, drive, freePort, launch as launchChild, listenReceiver, nowMs, num, request as requestWith, sleep, stopChild, waitFor as waitForWith } from './lib.mjs';
+import { PERF_NODE_ARGS, countReceipt, cpuSeconds, drive, freePort, launch as launchChild, listenReceiver, nowMs, num, request as requestWith, sleep, startPerfRecording, stopChild, waitFor as waitForWith } from './lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
@@ -181,7 +183,11 @@ const LEASES = list('BENCH_LEASES', '2s,5s');
 const THROUGHPUT_LEASE = env.BENCH_LEASE ?? '5s';
 const SKIP = new Set(list('BENCH_SKIP', ''));
 const KEEP = env.BENCH_KEEP === '1';
-const PROFILE_ARGS = [...(env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(env.BENCH_PROFILE_DIR)}`] : []), ...(env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
+const PROFILE_ARGS = [
+  ...(env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(env.BENCH_PROFILE_DIR)}`] : []),
+  ...(env.BENCH_PERF_DIR ? PERF_NODE_ARGS : []),
+  ...(env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
+];
 const ADMIN_KEY = `bench_admin_${randomBytes(8).toString('hex')}`;
 const log = (...parts) => process.stderr.write(`[bench:cluster ${new Date().toISOString().slice(11, 19)}] ${parts.join(' ')}\n`);
 
@@ -305,7 +311,9 @@ async function throughput(count, kind, { label = `${kind}-${count}`, clusterOpti
     const natsCpu = () => natsPids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
     const cpuBefore = nodesCpu();
     const natsCpuBefore = natsCpu();
+    const recording = env.BENCH_PERF_DIR ? startPerfRecording(cluster.nodes[0].cp.pid, path.resolve(env.BENCH_PERF_DIR), `${label}-node1`) : null;
     const report = await produce(cluster, kind, N, `run${count}${kind}`);
+    if (recording) log(await recording.stop());
     const cpuMsPerEvent = ((nodesCpu() - cpuBefore) * 1000) / N;
     const natsCpuMsPerEvent = ((natsCpu() - natsCpuBefore) * 1000) / N;
     const stats = await cluster.stats();

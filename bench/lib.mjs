@@ -1,8 +1,10 @@
 // Helpers shared by the bench scripts (run.mjs, nats.mjs, cluster.mjs, soak.mjs, engine/*.mjs).
 // Plain Node, no dependencies; every party still runs in a process of its own.
-import { spawn } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /** Epoch milliseconds with sub-millisecond precision (comparable across processes). */
 export const nowMs = () => performance.timeOrigin + performance.now();
@@ -217,4 +219,33 @@ export function listenReceiver(server, port) {
   server.keepAliveTimeout = 60_000;
   server.listen(port, '127.0.0.1');
   process.on('SIGTERM', () => process.exit(0));
+}
+
+/** Node's flag for `perf` to name JIT-compiled JS functions (a /tmp/perf-<pid>.map per process). */
+export const PERF_NODE_ARGS = ['--perf-basic-prof-only-functions'];
+
+/**
+ * `BENCH_PERF_DIR`: `perf record` of process `pid` (started with PERF_NODE_ARGS) from now until
+ * `stop()`, which writes `<dir>/<name>.perf.txt` (`perf script`) and answers its summary
+ * (engine/perf-summary.mjs). perf counts CPU time and sees the kernel, which V8's --cpu-prof does not.
+ */
+export function startPerfRecording(pid, dir, name) {
+  try {
+    execFileSync('perf', ['--version'], { stdio: 'ignore' });
+  } catch {
+    throw new Error('BENCH_PERF_DIR needs perf on PATH (Debian: apt-get install -y linux-perf), or unset it');
+  }
+  mkdirSync(dir, { recursive: true });
+  const data = path.join(dir, `${name}.perf.data`);
+  const recorder = launch('perf', ['record', '-F', '499', '-g', '-p', String(pid), '-o', data]);
+  return {
+    async stop() {
+      recorder.kill('SIGINT');
+      await recorder.exited;
+      const script = path.join(dir, `${name}.perf.txt`);
+      writeFileSync(script, execFileSync('perf', ['script', '-i', data], { maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] }));
+      const summary = execFileSync(process.execPath, [fileURLToPath(new URL('./engine/perf-summary.mjs', import.meta.url)), script, '20'], { encoding: 'utf8' });
+      return `perf: ${script}\n${summary}`;
+    },
+  };
 }

@@ -55,7 +55,8 @@
 //   BENCH_PROFILE_DIR           run every serve process with --cpu-prof, profiles into that dir
 //   BENCH_PERF_DIR              record each throughput round's serve process with `perf record` (CPU
 //                               time, the kernel included; JS named through --perf-basic-prof) into
-//                               that dir, and sum it with bench/engine/perf-summary.mjs
+//                               that dir, and sum it with bench/engine/perf-summary.mjs (needs
+//                               perf: Debian's linux-perf)
 //   BENCH_ALLOC_PROFILE_DIR     sample every serve process's allocations, collected objects included,
 //                               into that dir (bench/engine/allocation-summary.mjs sums them per delivery)
 //   BENCH_STRICT=1              exit 2 when a target is missed (default: exit 0 once it ran)
@@ -71,7 +72,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { cpuSeconds, freePort, killTree, launch as launchChild, metricValue, nowMs, num, procMemory, request, serveEnv, sleep, stopChild, waitFor } from './lib.mjs';
+import { PERF_NODE_ARGS, cpuSeconds, freePort, killTree, launch as launchChild, metricValue, nowMs, num, procMemory, request, serveEnv, sleep, startPerfRecording, stopChild, waitFor } from './lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
@@ -278,7 +279,7 @@ async function startHookline(dir, { dataDir, port, extraEnv = {}, logName = 'hoo
   const url = `http://127.0.0.1:${port}`;
   const spawnAt = nowMs();
   const profile = env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(env.BENCH_PROFILE_DIR)}`] : [];
-  const perfMap = env.BENCH_PERF_DIR ? ['--perf-basic-prof-only-functions'] : [];
+  const perfMap = env.BENCH_PERF_DIR ? PERF_NODE_ARGS : [];
   const allocations = env.BENCH_ALLOC_PROFILE_DIR ? ['--import', pathToFileURL(path.join(here, 'engine', 'allocation-sampler.mjs')).href] : [];
   const cp = launch(env.BENCH_SERVE_NODE || process.execPath, [...profile, ...perfMap, ...allocations, SERVE_JS, 'serve'], {
     extraEnv: {
@@ -343,27 +344,6 @@ async function waitDelivered(receiver, n, node, { timeoutMs }) {
   }
 }
 
-/**
- * `BENCH_PERF_DIR`: `perf record` of the serve process from now until `stop()`, which writes the
- * `perf script` text beside the data and prints its summary (bench/engine/perf-summary.mjs).
- */
-function startPerf(node, name) {
-  if (!env.BENCH_PERF_DIR) return null;
-  const dir = path.resolve(env.BENCH_PERF_DIR);
-  mkdirSync(dir, { recursive: true });
-  const data = path.join(dir, `${name}.perf.data`);
-  const recorder = launch('perf', ['record', '-F', '499', '-g', '-p', String(node.pid), '-o', data]);
-  return {
-    async stop() {
-      recorder.kill('SIGINT');
-      await recorder.exited;
-      const script = path.join(dir, `${name}.perf.txt`);
-      writeFileSync(script, execFileSync('perf', ['script', '-i', data], { maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] }));
-      log(`perf: ${script}\n${execFileSync(process.execPath, [path.join(here, 'engine', 'perf-summary.mjs'), script, '20'], { encoding: 'utf8' })}`);
-    },
-  };
-}
-
 /** One throughput round; `batch` > 1 sends that many events per POST /v1/events/batch. */
 async function hooklineThroughput(round, { batch = 1 } = {}) {
   const dir = tempDir(batch > 1 ? `batch${round}` : `tput${round}`);
@@ -374,13 +354,13 @@ async function hooklineThroughput(round, { batch = 1 } = {}) {
     await configureWebhook(node, receiver);
     await http('POST', `${receiver.url}/reset`);
     const before = procStats(node.pid);
-    const recording = startPerf(node, batch > 1 ? `batch${round}` : `tput${round}`);
+    const recording = env.BENCH_PERF_DIR ? startPerfRecording(node.pid, path.resolve(env.BENCH_PERF_DIR), batch > 1 ? `batch${round}` : `tput${round}`) : null;
     const t0 = performance.now();
     const ingest = await runLoadgen(dir, node, batch > 1 ? { n: N, batch, concurrency: BATCH_CONCURRENCY } : { n: N });
     const s = await waitDelivered(receiver, N, node, { timeoutMs: Math.max(120_000, N * 2) });
     const wallS = (performance.now() - t0) / 1000;
     const after = procStats(node.pid);
-    await recording?.stop();
+    if (recording) log(await recording.stop());
     const secs = (s.last_at - ingest.first_send_at) / 1000;
     return {
       perS: Math.round(s.received / secs),

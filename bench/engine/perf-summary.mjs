@@ -70,6 +70,8 @@ function layerOf(module) {
   if (module === 'undici' || module.startsWith('wasm-')) return 'outbound HTTP: undici';
   if (/^(fastify|find-my-way|secure-json-parse|fast-json-stringify|avvio|light-my-request|@fastify\/.*|fast-uri|ajv|pino.*|zod)$/.test(module)) return 'inbound API: fastify and its parsers, zod, pino';
   if (/^node:(internal\/streams|_http|net|internal\/stream_base|internal\/http)/.test(module) || module.includes('the event loop')) return "Node's sockets, HTTP server and event loop";
+  if (module.startsWith('@nats-io/')) return 'NATS client: nats.js';
+  if (module === 'prom-client') return 'metrics: prom-client';
   if (module.includes('GC')) return 'GC on the main thread';
   if (module.startsWith('node:')) return "Node's other modules (promises, timers, crypto, buffers)";
   return 'other';
