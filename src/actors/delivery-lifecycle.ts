@@ -54,9 +54,9 @@ export class DeliveryLifecycle {
   /** Deliveries whose attempt is in flight. */
   private readonly attempting = new Set<LiveDelivery>();
   /**
-   * Store writes (and their replication) not yet settled; a drain waits for none. A count, not a
-   * `Set` of the promises: thousands in flight made the set grow and shrink again and again, and
-   * V8 reallocates a large one's table each time (1.2% of a node's CPU, page faults the most of it).
+   * Store writes (and their replication) not yet settled; a drain waits until none is left. A count,
+   * not a `Set` of the promises: with thousands in flight the set grew and shrank again and again,
+   * and V8 reallocates a large set's table each time (1.2% of a node's CPU, mostly page faults).
    */
   private pendingWrites = 0;
   private writesSettledWaiters: Array<() => void> = [];
@@ -405,6 +405,7 @@ export class DeliveryLifecycle {
     return write;
   }
 
+  /** A tracked write settled: a drain waiting for the last one goes on. */
   private readonly writeSettled = (): void => {
     if (--this.pendingWrites === 0) for (const wake of this.writesSettledWaiters.splice(0)) wake();
   };

@@ -344,7 +344,7 @@ export class PartitionChangelog {
       await this.readMessages(`${this.subjectPrefix}.${partition}.>`, 1, upTo, (message) => {
         const tokens = message.subject.slice(this.subjectPrefix.length + 1).split('.');
         if (tokens[1] === LOG_TOKEN) return batch(message);
-        // Not a snapshot left unfinished (it has no marker), nor a marker.
+        // A snapshot left unfinished (it has no marker) is not read, nor is a marker.
         if (tokens[1] === SNAPSHOT_TOKEN || tokens[1] === MARKER_TOKEN) return 0;
         const entries = collect([[tokens[1], tokens[2], unpack(message.data)]], latest);
         state.entriesAfterSnapshot += entries;
@@ -382,8 +382,9 @@ export class PartitionChangelog {
     // Stopped however the read ends: an ordered consumer left running recreates itself on the
     // server each time its heartbeats go missing.
     try {
-      // The messages of a pull are handed over in one turn of the event loop (8 MB of them held it
-      // for 240-290 ms in bench:changelog), so the read yields after every RECORDS_PER_TURN records.
+      // The messages of a pull (up to 8 MB) come in one turn of the event loop: the read yields
+      // after every RECORDS_PER_TURN records (a restore's longest stall in bench:changelog fell from
+      // 240-290 ms to about 140).
       let recordsThisTurn = 0;
       for await (const message of messages) {
         if (message.seq > to) break;
