@@ -56,7 +56,8 @@
 //   BENCH_PERF_DIR              record each throughput round's serve process with `perf record` (CPU
 //                               time, the kernel included; JS named through --perf-basic-prof) into
 //                               that dir, and sum it with bench/engine/perf-summary.mjs (needs
-//                               perf: Debian's linux-perf)
+//                               perf: Debian's linux-perf). Read its shares: a recorded round costs
+//                               more CPU per delivery than one that is not
 //   BENCH_ALLOC_PROFILE_DIR     sample every serve process's allocations, collected objects included,
 //                               into that dir (bench/engine/allocation-summary.mjs sums them per delivery)
 //   BENCH_STRICT=1              exit 2 when a target is missed (default: exit 0 once it ran)
