@@ -1,4 +1,4 @@
-// Sums a `perf script` dump of a serve process (recorded by `BENCH_PERF_DIR`, see bench/run.mjs) into
+// Sums a `perf script` dump of a serve process (recorded by `BENCH_PERF_DIR`, see bench/lib.mjs) into
 // where its CPU went. perf samples CPU time (cpu-clock), not wall time as V8's --cpu-prof does, and
 // sees the kernel: on two busy cores the V8 profile charges a socket write with the time the core
 // spent on the process it woke, and cannot tell a page fault or an fdatasync from the JS around it.
@@ -53,6 +53,9 @@ function kernelEntry(frames) {
   return frames.find((frame) => !frame.kernel)?.symbol ?? '(kernel thread)';
 }
 
+/** V8's garbage collector, by the names on a stack. */
+const GC_FRAMES = /Scaveng|MarkCompact|Heap::|MinorMC|Sweeper/;
+
 /** What a thread other than the main one was doing in a sample, from the names on its stack. */
 function threadKind(names) {
   if (/mdb_|lmdb|WriteWorker/.test(names)) return 'lmdb-js write thread (libuv pool): commits, fdatasync';
@@ -62,6 +65,9 @@ function threadKind(names) {
   return 'other threads';
 }
 
+/** Labels of main-thread samples without a JS frame, in place of a module. */
+const NO_JS = { gc: '(no JS frame: GC)', loop: '(no JS frame: the event loop, socket reads, native callbacks)', other: '(no JS frame: other)' };
+
 /** The layer a module belongs to, for the coarsest view of the main thread. */
 function layerOf(module) {
   if (module.startsWith('dist/')) return 'Hookline (dist/)';
@@ -69,10 +75,10 @@ function layerOf(module) {
   // undici parses answers with llhttp compiled to wasm.
   if (module === 'undici' || module.startsWith('wasm-')) return 'outbound HTTP: undici';
   if (/^(fastify|find-my-way|secure-json-parse|fast-json-stringify|avvio|light-my-request|@fastify\/.*|fast-uri|ajv|pino.*|zod)$/.test(module)) return 'inbound API: fastify and its parsers, zod, pino';
-  if (/^node:(internal\/streams|_http|net|internal\/stream_base|internal\/http)/.test(module) || module.includes('the event loop')) return "Node's sockets, HTTP server and event loop";
+  if (/^node:(internal\/streams|_http|net|internal\/stream_base|internal\/http)/.test(module) || module === NO_JS.loop) return "Node's sockets, HTTP server and event loop";
   if (module.startsWith('@nats-io/')) return 'NATS client: nats.js';
   if (module === 'prom-client') return 'metrics: prom-client';
-  if (module.includes('GC')) return 'GC on the main thread';
+  if (module === NO_JS.gc) return 'GC on the main thread';
   if (module.startsWith('node:')) return "Node's other modules (promises, timers, crypto, buffers)";
   return 'other';
 }
@@ -114,19 +120,11 @@ for (const { tid, frames } of samples) {
   if (tid !== mainTid) continue;
   mainSamples++;
   const js = frames.find((frame) => frame.symbol.startsWith('JS:'));
-  if (!js) {
-    const gc = /Scaveng|MarkCompact|Heap::|MinorMC|Sweeper/.test(names);
-    const loop = /uv__io_poll|uv_run/.test(names);
-    const label = gc ? '(no JS frame: GC)' : loop ? '(no JS frame: the event loop, socket reads, native callbacks)' : '(no JS frame: other)';
-    tally(modules, label);
-    tally(layers, layerOf(label));
-    tally(functions, label);
-    continue;
-  }
-  const location = js.symbol.replace(/^JS:[*~^]?/, '');
-  tally(modules, moduleOf(location));
-  tally(layers, layerOf(moduleOf(location)));
-  tally(functions, location.replace(/file:\/\/\S*?\/(dist|node_modules)\//, '$1/').replace(/ \/\S*?\/(dist|node_modules)\//, ' $1/') + (frames[0].kernel ? ' [in the kernel]' : ''));
+  const location = js?.symbol.replace(/^JS:[*~^]?/, '');
+  const module = location !== undefined ? moduleOf(location) : GC_FRAMES.test(names) ? NO_JS.gc : /uv__io_poll|uv_run/.test(names) ? NO_JS.loop : NO_JS.other;
+  tally(modules, module);
+  tally(layers, layerOf(module));
+  tally(functions, location === undefined ? module : location.replace(/file:\/\/\S*?\/(dist|node_modules)\//, '$1/').replace(/ \/\S*?\/(dist|node_modules)\//, ' $1/') + (frames[0].kernel ? ' [in the kernel]' : ''));
 }
 
 console.log(`${samples.length} samples; main thread ${mainTid}; in the kernel ${((100 * kernelSamples) / samples.length).toFixed(1)}%`);
