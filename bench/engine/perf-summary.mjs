@@ -53,14 +53,14 @@ function kernelEntry(frames) {
   return frames.find((frame) => !frame.kernel)?.symbol ?? '(kernel thread)';
 }
 
-/** V8's garbage collector, by the names on a stack. */
-const GC_FRAMES = /Scaveng|MarkCompact|Heap::|MinorMC|Sweeper/;
+/** V8's garbage collector, by the names on a stack (not a bare "Heap": the compiler's JSHeapBroker has it). */
+const GC_FRAMES = /Scaveng|Marking|MarkCompact|Sweeper|MinorMC|Heap::/;
 
 /** What a thread other than the main one was doing in a sample, from the names on its stack. */
 function threadKind(names) {
   if (/mdb_|lmdb|WriteWorker/.test(names)) return 'lmdb-js write thread (libuv pool): commits, fdatasync';
   if (/node::ThreadPoolWork|uv__work/.test(names)) return 'libuv pool, other work';
-  if (/Scaveng|Marking|Sweeper|MinorMC|Compact|Heap/.test(names)) return 'V8 helper threads: GC';
+  if (GC_FRAMES.test(names)) return 'V8 helper threads: GC';
   if (/Compil|compiler|Turbofan|Maglev/.test(names)) return 'V8 helper threads: compiler';
   return 'other threads';
 }
