@@ -105,7 +105,11 @@ try {
 } finally {
   if (!env.BENCH_DIR) rmSync(baseDir, { recursive: true, force: true });
 }
-const median = (values) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)];
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+};
 const cases = [];
 for (const projects of PROJECTS) {
   for (const perCommit of PER_COMMIT) {
