@@ -13,7 +13,7 @@
 // it overstates what reaches the disk) and the CPU of the whole process (its commit thread too).
 //
 // Layouts:
-//   project  the store's today: every table keyed by [projectId, ...]
+//   project  what the store does today: every table keyed by [projectId, ...]
 //   global   the same, but the transition and attempt logs keyed by [deliveryId, index] (ids
 //            sort by creation time, so those appends land at the end of one range whatever the
 //            project); a candidate, not what the store does
@@ -22,11 +22,19 @@
 //      BENCH_LAYOUTS (project,global), BENCH_DIR (a temp dir), BENCH_ROUNDS (2: cases alternate).
 // Prints one line per case and, last, one JSON object.
 import { open } from 'lmdb';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { newDeliveryId, newEventId } from '../dist/store/ids.js';
-import { openTable } from '../dist/store/tables.js';
+import { fileURLToPath } from 'node:url';
+
+// The store's own ids and tables, from the compiled code.
+const dist = fileURLToPath(new URL('../dist/', import.meta.url));
+if (!existsSync(path.join(dist, 'store', 'tables.js'))) {
+  process.stderr.write('bench:lmdb-layout: dist/store/tables.js is missing; this bench runs the compiled code. Build first: npm run build\n');
+  process.exit(1);
+}
+const { newDeliveryId, newEventId } = await import(new URL('../dist/store/ids.js', import.meta.url).href);
+const { openTable } = await import(new URL('../dist/store/tables.js', import.meta.url).href);
 
 const env = process.env;
 const list = (name, fallback) => (env[name] ?? fallback).split(',').map((value) => value.trim()).filter(Boolean);
