@@ -4,7 +4,8 @@ import type { EventType } from '../sdk/types.js';
 
 /**
  * What Hookline keeps in LMDB. Times are milliseconds since the epoch; the HTTP layer renders them
- * as ISO 8601. Every key begins with the project id, so a project is one contiguous key range.
+ * as ISO 8601. Every key begins with the project id, so a project is one contiguous key range,
+ * except a delivery's log entries: they begin with the delivery id (delivery-tables.ts says why).
  */
 
 export interface ProjectRecord {
@@ -114,7 +115,7 @@ export interface DeliveryRecord extends DeliveryFields {
 /**
  * What the `deliveries` table holds for one delivery: its state and context without its history,
  * so that a restart resumes from these alone. The attempt log and the transitions are stored apart,
- * one key each (`[projectId, deliveryId, index]`), and appended, never rewritten.
+ * one key each (`[deliveryId, index]`), and appended, never rewritten.
  */
 export interface DeliveryHead extends DeliveryFields {
   /** How many transitions and attempts are stored under the delivery's log keys. */

@@ -78,7 +78,7 @@ const DELIVERY_COMMIT_CONFIRM_MS = 2000;
  * each. `writeIngest` resolves once the commit is flushed to disk: only then is an event acknowledged.
  *
  * A delivery is a head (its state, `deliveries`) plus its transitions and attempts under keys of
- * their own (`delivery-transitions`, `delivery-attempts`, `[projectId, deliveryId, index]`). A step
+ * their own (`delivery-transitions`, `delivery-attempts`, `[deliveryId, index]`). A step
  * appends its entries and puts the head whole, with the status index, in one commit: nothing is
  * read to write it. Reads assemble the record (`getDelivery`); a restart reads heads only.
  * Stores of the earlier model (whole records in `deliveries`) are converted once, at open.

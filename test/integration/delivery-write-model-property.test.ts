@@ -200,6 +200,87 @@ describe('delivery write model', () => {
     }
   });
 
+  it('keys every log entry by its delivery, not its project: a commit of many projects appends in one place', async () => {
+    const dir = makeTempDir();
+    onTestFinished(() => dir.remove());
+    const store = new HooklineStore({ path: dir.path });
+    const samples = fc.sample(deliveryArbitrary, { seed: 11, numRuns: 20 });
+    for (const [n, { choices }] of samples.entries()) {
+      const first = newRecord(n);
+      const projectId = `project-${n % 3}`;
+      await store.writeIngest(projectId, eventOf(first), first);
+      const changes = stepsFor(first, choices);
+      if (changes.length > 0) await store.applyDeliveryChanges(projectId, first, first.status, changes, false);
+      expect(store.getDelivery(projectId, first.id)).toEqual(referenceRecord(first, changes));
+    }
+    await store.close();
+
+    const root = open({ path: dir.path, noSubdir: false });
+    onTestFinished(() => root.close());
+    const ids = new Set(samples.map((_, n) => newRecord(n).id));
+    for (const name of ['delivery-transitions', 'delivery-attempts']) {
+      const keys = [...root.openDB<unknown, unknown[]>({ name }).getKeys()].filter((key) => Array.isArray(key));
+      expect(keys.length).toBeGreaterThan(0);
+      for (const key of keys) {
+        expect(key).toHaveLength(2);
+        expect(ids.has(key[0] as string)).toBe(true);
+      }
+    }
+    expect(root.openDB<number, string>({ name: 'meta' }).get('delivery-model')).toBe(3);
+  });
+
+  it('reads the log entries an earlier version keyed by project, goes on from them, and prunes them', async () => {
+    const dir = makeTempDir();
+    onTestFinished(() => dir.remove());
+    const deliveries = fc.sample(deliveryArbitrary, { seed: 5, numRuns: 30 }).map(({ choices }, n) => {
+      const first = newRecord(n);
+      const changes = stepsFor(first, choices);
+      // Steps stored before the upgrade, and those made after it.
+      const before = Math.floor(changes.length / 2);
+      return { first, stored: referenceRecord(first, changes.slice(0, before)), later: changes.slice(before), whole: referenceRecord(first, changes) };
+    });
+    // As model 2 stored them: heads, the status index, and logs under [projectId, deliveryId, index].
+    const root = open({ path: dir.path, noSubdir: false });
+    const table = (name: string) => root.openDB<unknown, unknown[] | string>({ name });
+    await root.transaction(() => {
+      for (const { stored } of deliveries) {
+        const head = { ...stored, transitionCount: stored.transitions.length, attemptCount: stored.attemptLog.length } as Record<string, unknown>;
+        delete head.transitions;
+        delete head.attemptLog;
+        table('deliveries').put([PROJECT, stored.id], head);
+        table('deliveries-by-status').put([PROJECT, stored.status, stored.id], [stored.nextAttemptAt, stored.attempts, stored.roundAttempts, stored.roundSize, stored.transitions.length, stored.attemptLog.length]);
+        stored.transitions.forEach((transition, index) => table('delivery-transitions').put([PROJECT, stored.id, index], transition));
+        stored.attemptLog.forEach((attempt, index) => table('delivery-attempts').put([PROJECT, stored.id, index], attempt));
+      }
+      table('meta').put('delivery-model', 2);
+    });
+    await root.close();
+
+    const store = new HooklineStore({ path: dir.path });
+    for (const { stored } of deliveries) expect(store.getDelivery(PROJECT, stored.id)).toEqual(stored);
+    for (const { first, stored, later } of deliveries) if (later.length > 0) await store.applyDeliveryChanges(PROJECT, first, stored.status, later, false);
+    await store.close();
+
+    const reopened = new HooklineStore({ path: dir.path });
+    for (const { whole } of deliveries) expect(reopened.getDelivery(PROJECT, whole.id)).toEqual(whole);
+    const terminal = deliveries.filter(({ whole }) => whole.status === 'succeeded' || whole.status === 'dead_lettered');
+    expect(terminal.length).toBeGreaterThan(0);
+    expect(await reopened.pruneTerminal(PROJECT, 'dlv_\uffff', 1000)).toBe(terminal.length);
+    for (const { whole } of terminal) expect(reopened.getDelivery(PROJECT, whole.id)).toBeUndefined();
+    await reopened.close();
+
+    // Nothing of a pruned delivery is left under either key.
+    const after = open({ path: dir.path, noSubdir: false });
+    onTestFinished(() => after.close());
+    const pruned = new Set(terminal.map(({ whole }) => whole.id));
+    for (const name of ['delivery-transitions', 'delivery-attempts']) {
+      for (const key of after.openDB<unknown, unknown[]>({ name }).getKeys()) {
+        if (!Array.isArray(key)) continue;
+        expect(pruned.has((key.length === 3 ? key[1] : key[0]) as string)).toBe(false);
+      }
+    }
+  });
+
   it('a restart resumes exactly the deliveries that are not terminal, from their heads', async () => {
     const dir = makeTempDir();
     onTestFinished(() => dir.remove());
