@@ -2,9 +2,9 @@
 // What LMDB's key layout costs per delivery, apart from the rest of Hookline:
 //   npm run build && npm run bench:lmdb-layout
 //
-// Every key of the store begins with the project id, so a commit that holds the writes of many
-// projects touches a leaf page (and the branch pages above it) per project in every table, where
-// one project's writes land together at the end of each table. This bench writes what the engine
+// A key that begins with the project id puts a commit that holds the writes of many projects on a
+// leaf page (and the branch pages above it) per project, where one project's writes land together
+// at the end of the table. This bench writes what the engine
 // writes per delivery (src/store/delivery-tables.ts), in steady state: each commit holds K new
 // events (the event, the delivery's head, its status entry and first transition) and the outcomes
 // of K deliveries made two commits earlier (two transitions, an attempt, the head again, the status
@@ -13,13 +13,14 @@
 // it overstates what reaches the disk) and the CPU of the whole process (its commit thread too).
 //
 // Layouts:
-//   project  what the store does today: every table keyed by [projectId, ...]
-//   global   the same, but the transition and attempt logs keyed by [deliveryId, index] (ids
-//            sort by creation time, so those appends land at the end of one range whatever the
-//            project); a candidate, not what the store does
+//   project-first   every table keyed by [projectId, ...]: the store's delivery model 2
+//   delivery-first  the same, but the transition and attempt logs keyed by [deliveryId, index]
+//                   (ids sort by creation time, so those appends land at the end of one range
+//                   whatever the project): the store's model 3 (src/store/delivery-tables.ts)
 //
 // Env: BENCH_N (30000 deliveries per case), BENCH_PROJECTS (1,64), BENCH_PER_COMMIT (20,100),
-//      BENCH_LAYOUTS (project,global), BENCH_DIR (a temp dir), BENCH_ROUNDS (2: cases alternate).
+//      BENCH_LAYOUTS (project-first,delivery-first), BENCH_DIR (a temp dir), BENCH_ROUNDS (2: cases
+//      alternate).
 // Prints one line per case and, last, one JSON object.
 import { open } from 'lmdb';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -42,7 +43,13 @@ const N = Number(env.BENCH_N ?? 30_000);
 const ROUNDS = Number(env.BENCH_ROUNDS ?? 2);
 const PROJECTS = list('BENCH_PROJECTS', '1,64').map(Number);
 const PER_COMMIT = list('BENCH_PER_COMMIT', '20,100').map(Number);
-const LAYOUTS = list('BENCH_LAYOUTS', 'project,global');
+const LAYOUTS = list('BENCH_LAYOUTS', 'project-first,delivery-first');
+for (const layout of LAYOUTS) {
+  if (layout !== 'project-first' && layout !== 'delivery-first') {
+    process.stderr.write(`bench:lmdb-layout: BENCH_LAYOUTS names "${layout}"; the layouts are project-first and delivery-first\n`);
+    process.exit(2);
+  }
+}
 const baseDir = env.BENCH_DIR ?? mkdtempSync(path.join(os.tmpdir(), 'hookline-lmdb-layout-'));
 
 const envelope = Buffer.alloc(1_170, 'x');
@@ -60,7 +67,7 @@ async function runCase(layout, projects, perCommit, round) {
   const byStatus = openTable(root, 'deliveries-by-status');
   const transitions = openTable(root, 'delivery-transitions');
   const attempts = openTable(root, 'delivery-attempts');
-  const logKey = layout === 'global' ? (projectId, deliveryId, index) => [deliveryId, index] : (projectId, deliveryId, index) => [projectId, deliveryId, index];
+  const logKey = layout === 'delivery-first' ? (projectId, deliveryId, index) => [deliveryId, index] : (projectId, deliveryId, index) => [projectId, deliveryId, index];
   const head = (id, eventId, status, at) => ({ id, eventId, eventType: 'order.created', status, attempts: status === 'pending' ? 0 : 1, roundAttempts: 0, roundSize: 8, nextAttemptAt: status === 'pending' ? at : null, createdAt: at, updatedAt: at, transitionCount: status === 'pending' ? 1 : 3, attemptCount: status === 'pending' ? 0 : 1 });
   const made = [];
   const before = { io: ioCounters(), cpu: cpuMs() };
