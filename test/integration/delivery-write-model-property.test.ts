@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { open } from 'lmdb';
+import type { Key } from 'lmdb';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { Engine } from '../../src/actors/engine.js';
 import { defaultSettings } from '../../src/config/settings.js';
@@ -219,7 +220,7 @@ describe('delivery write model', () => {
     onTestFinished(() => root.close());
     const ids = new Set(samples.map((_, n) => newRecord(n).id));
     for (const name of ['delivery-transitions', 'delivery-attempts']) {
-      const keys = [...root.openDB<unknown, unknown[]>({ name }).getKeys()].filter((key) => Array.isArray(key));
+      const keys = [...root.openDB<unknown, Key[]>({ name }).getKeys()].filter((key) => Array.isArray(key));
       expect(keys.length).toBeGreaterThan(0);
       for (const key of keys) {
         expect(key).toHaveLength(2);
@@ -241,7 +242,8 @@ describe('delivery write model', () => {
     });
     // As model 2 stored them: heads, the status index, and logs under [projectId, deliveryId, index].
     const root = open({ path: dir.path, noSubdir: false });
-    const table = (name: string) => root.openDB<unknown, unknown[] | string>({ name });
+    const tables = new Map(['deliveries', 'deliveries-by-status', 'delivery-transitions', 'delivery-attempts', 'meta'].map((name) => [name, root.openDB<unknown, Key>({ name })]));
+    const table = (name: string) => tables.get(name)!;
     await root.transaction(() => {
       for (const { stored } of deliveries) {
         const head = { ...stored, transitionCount: stored.transitions.length, attemptCount: stored.attemptLog.length } as Record<string, unknown>;
@@ -274,7 +276,7 @@ describe('delivery write model', () => {
     onTestFinished(() => after.close());
     const pruned = new Set(terminal.map(({ whole }) => whole.id));
     for (const name of ['delivery-transitions', 'delivery-attempts']) {
-      for (const key of after.openDB<unknown, unknown[]>({ name }).getKeys()) {
+      for (const key of after.openDB<unknown, Key[]>({ name }).getKeys()) {
         if (!Array.isArray(key)) continue;
         expect(pruned.has((key.length === 3 ? key[1] : key[0]) as string)).toBe(false);
       }
