@@ -5,9 +5,9 @@
 // A key that begins with the project id puts a commit that holds the writes of many projects on a
 // leaf page (and the branch pages above it) per project, where one project's writes land together
 // at the end of the table. This bench writes what the engine writes per delivery
-// (src/store/delivery-tables.ts), in steady state: each commit holds K new events (the event, the delivery's head, its status entry and first transition) and the outcomes
-// of K deliveries made two commits earlier (two transitions, an attempt, the head again, the status
-// entry moved). Per layout, project count and K, it reports the bytes this process handed to the
+// (src/store/delivery-tables.ts), in steady state: each commit holds K new events (the event, the
+// delivery's head, its status entry and first transition) and the outcomes of K deliveries made
+// two commits earlier (two transitions, an attempt, the head again, the status entry moved). Per layout, project count and K, it reports the bytes this process handed to the
 // kernel (`wchar` of /proc/self/io; `write_bytes` there counts a page each time it is dirtied, so
 // it overstates what reaches the disk) and the CPU of the whole process (its commit thread too).
 //
