@@ -7,9 +7,10 @@
 // at the end of the table. This bench writes what the engine writes per delivery
 // (src/store/delivery-tables.ts), in steady state: each commit holds K new events (the event, the
 // delivery's head, its status entry and first transition) and the outcomes of K deliveries made
-// two commits earlier (two transitions, an attempt, the head again, the status entry moved). Per layout, project count and K, it reports the bytes this process handed to the
-// kernel (`wchar` of /proc/self/io; `write_bytes` there counts a page each time it is dirtied, so
-// it overstates what reaches the disk) and the CPU of the whole process (its commit thread too).
+// two commits earlier (two transitions, an attempt, the head again, the status entry moved). Per
+// layout, project count and K, it reports the bytes this process handed to the kernel (`wchar` of
+// /proc/self/io; `write_bytes` there counts a page each time it is dirtied, so it overstates what
+// reaches the disk) and the CPU of the whole process (its commit thread too).
 //
 // Layouts:
 //   project-first   every table keyed by [projectId, ...]: the store's delivery model 2
