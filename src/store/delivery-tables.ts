@@ -62,8 +62,10 @@ export class DeliveryTables {
    */
   convertWholeRecords(): void {
     const model = this.meta.get(DELIVERY_MODEL_KEY);
-    this.projectLogKeys = model === PROJECT_LOG_KEYS_MODEL;
-    if (model === DELIVERY_MODEL || model === PROJECT_LOG_KEYS_MODEL) return;
+    if (model === DELIVERY_MODEL || model === PROJECT_LOG_KEYS_MODEL) {
+      this.projectLogKeys = model === PROJECT_LOG_KEYS_MODEL;
+      return;
+    }
     // A store without a model has whole records, or log entries of model 2 left by a conversion
     // that was cut off, or nothing yet.
     this.projectLogKeys = this.transitions.getKeysCount({ limit: 1 }) > 0;
@@ -120,11 +122,12 @@ export class DeliveryTables {
   remove(projectId: string, head: DeliveryHead): void {
     this.heads.remove([projectId, head.id]);
     this.byStatus.remove([projectId, head.status, head.id]);
-    for (let index = 0; index < head.transitionCount; index++) this.transitions.remove([head.id, index]);
-    for (let index = 0; index < head.attemptCount; index++) this.attempts.remove([head.id, index]);
-    if (!this.projectLogKeys) return;
-    for (let index = 0; index < head.transitionCount; index++) this.transitions.remove([projectId, head.id, index]);
-    for (let index = 0; index < head.attemptCount; index++) this.attempts.remove([projectId, head.id, index]);
+    // Under model 2's keys too, where the store may hold them.
+    const prefixes: string[][] = this.projectLogKeys ? [[head.id], [projectId, head.id]] : [[head.id]];
+    for (const prefix of prefixes) {
+      for (let index = 0; index < head.transitionCount; index++) this.transitions.remove([...prefix, index] as LogKey | ProjectLogKey);
+      for (let index = 0; index < head.attemptCount; index++) this.attempts.remove([...prefix, index] as LogKey | ProjectLogKey);
+    }
   }
 
   /**
