@@ -20,12 +20,22 @@ export class AttemptRequests {
     this.signingKeys = null;
   }
 
-  build(webhook: WebhookRecord, deliveryId: string, envelope: Uint8Array, startedAt: number): SendRequest {
-    const timestamp = String(Math.floor(startedAt / 1000));
-    const signature = formatSignatureHeader(this.keysAt(webhook, startedAt).map((key) => nodeHmacBackend.sign(key, deliveryId, timestamp, envelope)));
+  /**
+   * The attempt's headers are signed when the sender asks for them, once a connection to the origin
+   * is free, and not when the attempt starts: endpoints sharing a slow origin queue there, and a
+   * timestamp taken at the start could be past the receiver's tolerance (300 s) on arrival. They are
+   * signed with the webhook as it is then (`webhookNow`): an attempt that waited through a secret
+   * rotation carries the new secret.
+   */
+  build(webhook: WebhookRecord, webhookNow: () => WebhookRecord, deliveryId: string, envelope: Uint8Array, now: () => number): SendRequest {
+    return { url: webhook.callbackUrl, headers: () => this.signedHeaders(webhookNow(), deliveryId, envelope, now()), body: envelope };
+  }
+
+  private signedHeaders(webhook: WebhookRecord, deliveryId: string, envelope: Uint8Array, sentAt: number): Record<string, string> {
+    const timestamp = String(Math.floor(sentAt / 1000));
+    const signature = formatSignatureHeader(this.keysAt(webhook, sentAt).map((key) => nodeHmacBackend.sign(key, deliveryId, timestamp, envelope)));
     // The operator's headers may replace user-agent; the webhook-* ones are refused at PUT.
-    const headers = { 'user-agent': USER_AGENT, ...webhook.headers, 'webhook-id': deliveryId, 'webhook-timestamp': timestamp, 'webhook-signature': signature };
-    return { url: webhook.callbackUrl, headers, body: envelope };
+    return { 'user-agent': USER_AGENT, ...webhook.headers, 'webhook-id': deliveryId, 'webhook-timestamp': timestamp, 'webhook-signature': signature };
   }
 
   private keysAt(webhook: WebhookRecord, now: number): Uint8Array[] {

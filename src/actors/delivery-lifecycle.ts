@@ -239,7 +239,7 @@ export class DeliveryLifecycle {
 
   private send(delivery: LiveDelivery, webhook: WebhookRecord, envelope: Uint8Array, startedAt: number): void {
     this.deps.sender
-      .send(this.requests.build(webhook, delivery.id, envelope, startedAt))
+      .send(this.requests.build(webhook, () => this.config.webhook() ?? webhook, delivery.id, envelope, () => this.deps.clock.now()))
       .then((outcome) => this.finishAttempt(delivery, outcome, startedAt))
       .catch((error: unknown) => this.deps.logger.error({ err: error, projectId: this.projectId, deliveryId: delivery.id }, 'attempt bookkeeping failed'));
   }

@@ -61,8 +61,12 @@ export interface HttpSenderOptions {
 
 export interface SendRequest {
   readonly url: string;
-  /** Added to `content-type: application/json`; names are case-insensitive and override it. */
-  readonly headers: Readonly<Record<string, string>>;
+  /**
+   * Added to `content-type: application/json`; names are case-insensitive and override it. A
+   * function is called once, when the exchange starts (a connection of the origin free for it): for
+   * headers that say when the request left, as a signature's timestamp does.
+   */
+  readonly headers: Readonly<Record<string, string>> | (() => Readonly<Record<string, string>>);
   /** Sent as is: the bytes that were signed. */
   readonly body: Uint8Array | string;
   /** Cancels the attempt (outcome `aborted`), e.g. on shutdown. */
@@ -216,7 +220,8 @@ export class HttpSender {
   #exchange(target: URL, request: SendRequest): Promise<AttemptOutcome> {
     return new Promise((resolve) => {
       const exchange = new Exchange(request, this.#options, this.#deadlines, resolve);
-      this.#poolFor(target.origin).dispatch({ method: 'POST', path: `${target.pathname}${target.search}`, headers: buildHeaders(request.headers), body: request.body }, exchange);
+      const headers = buildHeaders(typeof request.headers === 'function' ? request.headers() : request.headers);
+      this.#poolFor(target.origin).dispatch({ method: 'POST', path: `${target.pathname}${target.search}`, headers, body: request.body }, exchange);
     });
   }
 

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { verifyWebhookSignature } from '../../src/sdk/index.js';
 import { ALL_TYPES, configureReceiver, startTestHookline, waitForDeliveryStatus } from '../helpers/hookline.js';
 import { startReceiver, type ReceivedDelivery } from '../helpers/receiver.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 /** What arrives at the receiver: the envelope, its headers and signatures, replays and rotations. */
 
@@ -90,6 +91,34 @@ describe('replay', () => {
     expect(again!.verified).toBe(true);
     const listed = await hookline.client.listDeliveriesPage({ eventId: sent.id });
     expect(listed.data.map((delivery) => delivery.id)).toEqual([replay.deliveryId, sent.deliveryId]);
+  });
+
+  it('is signed when it leaves: an attempt that waited for its origin\'s connection carries the time it was sent, and the secret of then', async () => {
+    // One connection per origin: project B's attempt starts while project A's holds it, and waits.
+    const hookline = await startTestHookline({ endpointConcurrency: 1, deliveryTimeoutMs: 10_000 });
+    const holdMs = 3_000;
+    const receiver = await startReceiver({ respond: (_delivery, index) => (index === 0 ? new Promise((answer) => setTimeout(() => answer({ status: 204 }), holdMs)) : { status: 204 }) });
+    await configureReceiver(hookline, receiver);
+    await hookline.node.engine.createProject('waiting', 'key-waiting');
+    const waitingClient = hookline.clientFor('key-waiting');
+    const oldSecret = await configureReceiver(hookline, receiver, { client: waitingClient });
+
+    const first = await hookline.client.sendEvent({ type: 'service.trigger.event', data: { n: 1 } });
+    await waitFor(() => receiver.received.length === 1, { message: "project A's attempt holds the connection" });
+    const second = await waitingClient.sendEvent({ type: 'service.trigger.event', data: { n: 2 } });
+    await waitFor(async () => (await waitingClient.getDelivery(second.deliveryId!)).status === 'delivering', { message: "project B's attempt started" });
+    const { secret } = await waitingClient.rotateSecret({ graceSeconds: 0 });
+    expect(receiver.received).toHaveLength(1);
+    await waitForDeliveryStatus(waitingClient, second.deliveryId!, 'succeeded', holdMs + 5_000);
+    await waitForDeliveryStatus(hookline.client, first.deliveryId!, 'succeeded');
+
+    const waited = receiver.byWebhookId(second.deliveryId!)[0]!;
+    expect(candidates(waited)).toHaveLength(1);
+    expect(await verifyWith(waited, secret)).toBe(true);
+    expect(await verifyWith(waited, oldSecret)).toBe(false);
+    // Signed at its start it would be about holdMs old on arrival; a receiver's tolerance (300 s)
+    // would refuse it after a long enough wait behind a slow origin.
+    expect(waited.receivedAt / 1000 - Number(waited.webhookTimestamp)).toBeLessThan(1.5);
   });
 
   it('goes to the current callback URL, signed with the current secret, and a paused configuration holds it', async () => {
