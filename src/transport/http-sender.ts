@@ -218,9 +218,14 @@ export class HttpSender {
 
   /** One exchange, a connection of the origin free for it: its duration and timeout count from here. */
   #exchange(target: URL, request: SendRequest): Promise<AttemptOutcome> {
+    let headers: Record<string, string>;
+    try {
+      headers = buildHeaders(typeof request.headers === 'function' ? request.headers() : request.headers);
+    } catch (error) {
+      return Promise.resolve(failure(0, 'network', `the request could not be made: ${error instanceof Error ? error.message : String(error)}`));
+    }
     return new Promise((resolve) => {
       const exchange = new Exchange(request, this.#options, this.#deadlines, resolve);
-      const headers = buildHeaders(typeof request.headers === 'function' ? request.headers() : request.headers);
       this.#poolFor(target.origin).dispatch({ method: 'POST', path: `${target.pathname}${target.search}`, headers, body: request.body }, exchange);
     });
   }

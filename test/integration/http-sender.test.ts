@@ -226,6 +226,44 @@ describe('HttpSender against real receivers', () => {
     expect(await later).toMatchObject({ ok: false, errorCode: 'aborted' });
   });
 
+  it('asks for headers given as a function when the send leaves, and ends one that cannot make them as a failure, unsent', async () => {
+    const answers: (() => void)[] = [];
+    const receiver = await startReceiver((_req, res) => answers.push(() => res.writeHead(204).end()));
+    const sender = newSender({ maxConnectionsPerOrigin: 1 });
+    const asked: string[] = [];
+    const headersOf = (name: string) => () => {
+      asked.push(name);
+      return { 'x-made-for': name };
+    };
+    const first = sender.send({ url: receiver.url, headers: headersOf('first'), body });
+    await expect.poll(() => receiver.requests.length, { timeout: 2_000 }).toBe(1);
+    const second = sender.send({ url: receiver.url, headers: headersOf('second'), body });
+    const broken = sender.send({
+      url: receiver.url,
+      headers: () => {
+        throw new Error('no signing key');
+      },
+      body,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(asked).toEqual(['first']);
+
+    answers.shift()!();
+    expect(await first).toMatchObject({ ok: true });
+    await expect.poll(() => receiver.requests.length, { timeout: 2_000 }).toBe(2);
+    expect(asked).toEqual(['first', 'second']);
+    expect(receiver.requests[1]!.headers['x-made-for']).toBe('second');
+    answers.shift()!();
+    expect(await second).toMatchObject({ ok: true });
+    expect(await broken).toMatchObject({ ok: false, statusCode: null, errorCode: 'network', error: expect.stringContaining('no signing key') });
+    expect(receiver.requests).toHaveLength(2);
+    // Its connection was handed on: the next send goes out at once.
+    const next = sender.send({ url: receiver.url, headers: {}, body });
+    await expect.poll(() => receiver.requests.length, { timeout: 2_000 }).toBe(3);
+    answers.shift()!();
+    expect(await next).toMatchObject({ ok: true });
+  });
+
   it('never throws on a bad URL or after close', async () => {
     const sender = newSender();
     expect(await sender.send({ url: 'not a url', headers: {}, body })).toMatchObject({ ok: false, errorCode: 'network' });
