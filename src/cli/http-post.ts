@@ -16,9 +16,10 @@ export interface Poster {
 /**
  * POSTs to one URL the way Hookline delivers: undici keep-alive pool, one timeout over the whole
  * exchange, redirects not followed. Any address may be named: the CLI's user chose the target.
+ * `connections` is how many POSTs may be in flight at once: a caller with more waits its turn.
  */
-export function createPoster(url: string, timeoutMs: number): Poster {
-  const sender = new HttpSender({ timeoutMs, maxConnectionsPerOrigin: 4 });
+export function createPoster(url: string, timeoutMs: number, connections: number): Poster {
+  const sender = new HttpSender({ timeoutMs, maxConnectionsPerOrigin: connections });
   return {
     async post(headers, body) {
       const outcome = await sender.send({ url, headers, body });

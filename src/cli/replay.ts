@@ -166,7 +166,8 @@ export function createReplayCommand(io: CliIo = processIo()): CliCommand {
           options.shuffle || options.duplicates > 0 ? ` (seed ${options.seed})` : '',
         ].join('');
         io.stdout.write(`replaying ${counted(events.length, 'event')} of project "${projectId}" ${window} to ${options.target}, at most ${options.rate} a second${load}\n`);
-        const poster = createPoster(options.target, options.timeout);
+        // As many connections as sends in flight: with fewer, the rest waited signed, their timestamps ageing.
+        const poster = createPoster(options.target, options.timeout, options.concurrency);
         const progress = progressBar(io.stderr, 'replay');
         try {
           const summary = await replayEvents({

@@ -119,6 +119,34 @@ describe('hookline replay', () => {
     expect(passOrders.some((pass) => pass !== '012')).toBe(true);
   });
 
+  it('has --concurrency sends in flight at once', async () => {
+    const { hookline } = await hooklineWithEvents();
+    // Each answer is held until 8 requests are open (then all are answered), or for 1 s.
+    let open = 0;
+    let mostOpen = 0;
+    const held: Array<() => void> = [];
+    const staging = await startReceiver({
+      respond: () =>
+        new Promise((answer) => {
+          open++;
+          mostOpen = Math.max(mostOpen, open);
+          const release = () => {
+            open--;
+            answer({ status: 204 });
+          };
+          held.push(release);
+          if (open >= 8) for (const next of held.splice(0)) next();
+          else setTimeout(() => held.includes(release) && held.splice(held.indexOf(release), 1)[0]!(), 1_000);
+        }),
+    });
+    staging.secret = generateSecret();
+    const { code, out } = await replay(hookline, '--from', '1h', '--target', staging.url, '--secret', staging.secret, '--rate', '1000', '--concurrency', '8', '--duration', '1s');
+    expect(code, out).toBe(0);
+    expect(staging.received.length).toBeGreaterThanOrEqual(8);
+    expect(staging.received.every((delivery) => delivery.verified)).toBe(true);
+    expect(mostOpen).toBe(8);
+  });
+
   it('summarises failed sends and exits 1', async () => {
     const { hookline, ids } = await hooklineWithEvents();
     const staging = await startReceiver({ respond: (_delivery, index) => ({ status: index === 1 ? 500 : 204 }) });
