@@ -67,31 +67,6 @@ describe('the delivered request', () => {
     expect(Date.parse(plainEnvelope.timestamp)).toBeLessThanOrEqual(Date.now());
     expect(byEvent.get(offset.id)!.timestamp).toBe('2026-01-02T03:04:05+02:00');
   });
-});
-
-describe('replay', () => {
-  it('is a new delivery with a new webhook-id and the same envelope bytes, whatever eventTypes says now', async () => {
-    const hookline = await startTestHookline();
-    const receiver = await startReceiver();
-    await configureReceiver(hookline, receiver);
-    const sent = await hookline.client.sendEvent({ type: 'service.trigger.event', data: { a: 1 }, metadata: { tenant_id: 't' } });
-    await waitForDeliveryStatus(hookline.client, sent.deliveryId!, 'succeeded');
-
-    await hookline.client.configureWebhook({ callbackUrl: receiver.url, status: 'active', eventTypes: ['service.trigger.disabled'] });
-    const replay = await hookline.client.replayEvent(sent.id);
-    expect(replay.deliveryId).not.toBe(sent.deliveryId);
-    const replayed = await waitForDeliveryStatus(hookline.client, replay.deliveryId, 'succeeded');
-    expect(replayed).toMatchObject({ eventId: sent.id, eventType: 'service.trigger.event', attempts: 1 });
-
-    const [original, again] = receiver.received;
-    expect(again!.webhookId).toBe(replay.deliveryId);
-    expect(again!.webhookId).not.toBe(original!.webhookId);
-    expect(again!.envelope.id).toBe(original!.envelope.id);
-    expect(again!.body.equals(original!.body)).toBe(true);
-    expect(again!.verified).toBe(true);
-    const listed = await hookline.client.listDeliveriesPage({ eventId: sent.id });
-    expect(listed.data.map((delivery) => delivery.id)).toEqual([replay.deliveryId, sent.deliveryId]);
-  });
 
   it('is signed when it leaves: an attempt that waited for its origin\'s connection carries the time it was sent, and the secret of then', async () => {
     // One connection per origin: project B's attempt starts while project A's holds it, and waits.
@@ -119,6 +94,31 @@ describe('replay', () => {
     // Signed at its start it would be about holdMs old on arrival; a receiver's tolerance (300 s)
     // would refuse it after a long enough wait behind a slow origin.
     expect(waited.receivedAt / 1000 - Number(waited.webhookTimestamp)).toBeLessThan(1.5);
+  });
+});
+
+describe('replay', () => {
+  it('is a new delivery with a new webhook-id and the same envelope bytes, whatever eventTypes says now', async () => {
+    const hookline = await startTestHookline();
+    const receiver = await startReceiver();
+    await configureReceiver(hookline, receiver);
+    const sent = await hookline.client.sendEvent({ type: 'service.trigger.event', data: { a: 1 }, metadata: { tenant_id: 't' } });
+    await waitForDeliveryStatus(hookline.client, sent.deliveryId!, 'succeeded');
+
+    await hookline.client.configureWebhook({ callbackUrl: receiver.url, status: 'active', eventTypes: ['service.trigger.disabled'] });
+    const replay = await hookline.client.replayEvent(sent.id);
+    expect(replay.deliveryId).not.toBe(sent.deliveryId);
+    const replayed = await waitForDeliveryStatus(hookline.client, replay.deliveryId, 'succeeded');
+    expect(replayed).toMatchObject({ eventId: sent.id, eventType: 'service.trigger.event', attempts: 1 });
+
+    const [original, again] = receiver.received;
+    expect(again!.webhookId).toBe(replay.deliveryId);
+    expect(again!.webhookId).not.toBe(original!.webhookId);
+    expect(again!.envelope.id).toBe(original!.envelope.id);
+    expect(again!.body.equals(original!.body)).toBe(true);
+    expect(again!.verified).toBe(true);
+    const listed = await hookline.client.listDeliveriesPage({ eventId: sent.id });
+    expect(listed.data.map((delivery) => delivery.id)).toEqual([replay.deliveryId, sent.deliveryId]);
   });
 
   it('goes to the current callback URL, signed with the current secret, and a paused configuration holds it', async () => {
