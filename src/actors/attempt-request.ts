@@ -1,10 +1,9 @@
 import { nodeHmacBackend } from '../signing/node-hmac.js';
+import { deliveryHeaders } from '../signing/delivery-headers.js';
 import { formatSignatureHeader, secretsToKeys } from '../signing/sign.js';
 import type { WebhookRecord } from '../store/records.js';
 import type { SendRequest } from '../transport/http-sender.js';
 import { signingSecrets } from './webhook-settings.js';
-
-const USER_AGENT = 'Hookline/0.1 (+https://www.standardwebhooks.com)';
 
 /**
  * The request of one attempt at an endpoint: the stored envelope, signed (Standard Webhooks) with
@@ -35,7 +34,7 @@ export class AttemptRequests {
     const timestamp = String(Math.floor(sentAt / 1000));
     const signature = formatSignatureHeader(this.keysAt(webhook, sentAt).map((key) => nodeHmacBackend.sign(key, deliveryId, timestamp, envelope)));
     // The operator's headers may replace user-agent; the webhook-* ones are refused at PUT.
-    return { 'user-agent': USER_AGENT, ...webhook.headers, 'webhook-id': deliveryId, 'webhook-timestamp': timestamp, 'webhook-signature': signature };
+    return deliveryHeaders(webhook.headers, deliveryId, timestamp, signature);
   }
 
   private keysAt(webhook: WebhookRecord, now: number): Uint8Array[] {

@@ -1,13 +1,14 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { parseByteSize, parseDuration } from '../config/duration.js';
+import { customHeaders } from '../http/schemas.js';
 import { decodeSecret } from '../signing/secret.js';
 import type { CliCommand } from './command.js';
 import { wantsHelp } from './command.js';
 import type { CliIo } from './io.js';
 
 /** The flags a command accepts, as `node:util` parseArgs declares them. */
-export type FlagSpec = Record<string, { type: 'string' | 'boolean'; short?: string }>;
+export type FlagSpec = Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }>;
 
 export type ParsedArgs<T> = { ok: true; value: T } | { ok: false; exitCode: 2 };
 
@@ -77,6 +78,35 @@ export function secretFlag(envValue: string | undefined, whereToGetIt: string) {
       return value;
     });
 }
+
+/**
+ * `--header "Name: value"`, repeatable (declared `multiple`): custom headers such as a webhook's
+ * `headers`, which real deliveries carry, checked by the rules the API applies to those.
+ */
+export const headerFlag = z
+  .array(z.string())
+  .optional()
+  .transform((lines, context) => {
+    const headers: Record<string, string> = {};
+    for (const line of lines ?? []) {
+      const colon = line.indexOf(':');
+      if (colon <= 0) {
+        context.addIssue({ code: 'custom', message: `must be "Name: value" (got ${JSON.stringify(line)})` });
+        return z.NEVER;
+      }
+      const name = line.slice(0, colon).trim();
+      // Told apart here: a record keeps one value per exact name, so the API's check cannot see it.
+      if (Object.hasOwn(headers, name)) {
+        context.addIssue({ code: 'custom', message: `${name}: given twice (header names are case-insensitive)` });
+        return z.NEVER;
+      }
+      headers[name] = line.slice(colon + 1).trim();
+    }
+    const checked = customHeaders.safeParse(headers);
+    if (checked.success) return checked.data;
+    for (const issue of checked.error.issues) context.addIssue({ code: 'custom', message: issue.path.length > 0 ? `${String(issue.path[0])}: ${issue.message}` : issue.message });
+    return z.NEVER;
+  });
 
 /** Where a Hookline endpoint's secret comes from, for the messages of `secretFlag`. */
 export const ENDPOINT_SECRET_HINT = 'the endpoint\'s secret is shown by curl -s http://127.0.0.1:8080/v1/webhook/secret -H "authorization: Bearer $HOOKLINE_API_KEY"';

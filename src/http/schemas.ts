@@ -41,7 +41,7 @@ const RESERVED_HEADERS: ReadonlySet<string> = new Set(CUSTOM_HEADERS.reserved);
 const headerName = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$/;
 const headerValue = /^[\t\x20-\x7e]*$/;
 
-const customHeaders = z
+export const customHeaders = z
   .record(z.string(), z.string({ error: 'must be a string' }), { error: 'must be an object of header names to string values' })
   .superRefine((headers, context) => {
     const names = Object.keys(headers);
