@@ -68,15 +68,36 @@ export function secretFlag(envValue: string | undefined, whereToGetIt: string) {
     .optional()
     .transform((flag, context) => {
       const [value, source] = flag !== undefined ? [flag, '--secret'] : [envValue, 'WEBHOOK_SECRET'];
-      const fail = (message: string) => {
-        context.addIssue({ code: 'custom', message: `${message}; ${whereToGetIt}`, params: { namesItsSetting: true } });
-        return z.NEVER;
-      };
-      if (value === undefined) return fail('no secret: pass --secret whsec_… or set WEBHOOK_SECRET');
-      if (value.trim() === '') return fail(`${source} is empty: it must be the "whsec_…" secret`);
-      if (decodeSecret(value) === null) return fail(`${source} is not a secret: it must be "whsec_" followed by base64`);
-      return value;
+      const problem = secretProblem(value, source);
+      if (problem === null) return value!;
+      context.addIssue({ code: 'custom', message: `${problem}; ${whereToGetIt}`, params: { namesItsSetting: true } });
+      return z.NEVER;
     });
+}
+
+/**
+ * `--secret`, repeatable (declared `multiple`), else `envValue` alone: the secrets in the order
+ * given, each checked as `secretFlag` checks one.
+ */
+export function secretsFlag(envValue: string | undefined, whereToGetIt: string) {
+  return z
+    .array(z.string())
+    .optional()
+    .transform((flags, context) => {
+      const given: Array<[string | undefined, string]> = flags && flags.length > 0 ? flags.map((flag) => [flag, '--secret']) : [[envValue, 'WEBHOOK_SECRET']];
+      const problems = given.map(([value, source]) => secretProblem(value, source)).filter((problem) => problem !== null);
+      if (problems.length === 0) return given.map(([value]) => value!);
+      for (const problem of problems) context.addIssue({ code: 'custom', message: `${problem}; ${whereToGetIt}`, params: { namesItsSetting: true } });
+      return z.NEVER;
+    });
+}
+
+/** What is wrong with a secret taken from `source`, or null. An empty one is the usual sign of a `$(curl …)` that failed. */
+function secretProblem(value: string | undefined, source: string): string | null {
+  if (value === undefined) return 'no secret: pass --secret whsec_… or set WEBHOOK_SECRET';
+  if (value.trim() === '') return `${source} is empty: it must be the "whsec_…" secret`;
+  if (decodeSecret(value) === null) return `${source} is not a secret: it must be "whsec_" followed by base64`;
+  return null;
 }
 
 /**

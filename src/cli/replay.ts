@@ -6,7 +6,7 @@ import { EVENT_TYPES } from '../sdk/types.js';
 import { newSortableId } from '../store/ids.js';
 import { EventLogReader } from '../replay/event-log.js';
 import { replayEvents, seededRandom } from '../replay/replay-run.js';
-import { NO_POSITIONALS, defineCommand, durationFlag, integerFlag, positiveNumberFlag, secretFlag, urlFlag } from './args.js';
+import { NO_POSITIONALS, defineCommand, durationFlag, headerFlag, integerFlag, positiveNumberFlag, secretsFlag, urlFlag } from './args.js';
 import type { CliCommand } from './command.js';
 import { createPoster } from './http-post.js';
 import type { CliIo } from './io.js';
@@ -17,7 +17,8 @@ const HELP = `Usage: hookline replay --from TIME [--to TIME] [--type T] --target
 
 Re-sends events stored by Hookline to another target, such as a staging receiver: each one is the
 stored envelope byte for byte, signed (Standard Webhooks) with the secret given here under a fresh
-webhook-id (rpl_…), oldest first, one at a time and at most --rate a second. Nothing is recorded in
+webhook-id (rpl_…), with Hookline's user-agent and the --header ones, oldest first, one at a time
+and at most --rate a second. Nothing is recorded in
 Hookline: the delivery log and the live deliveries are untouched. A summary of the answers and the
 latency (p50, p99, max) ends it.
 
@@ -34,7 +35,10 @@ Options:
   --to TIME        events accepted before TIME (default: now)
   --type T         only events of type T (${EVENT_TYPES.join(', ')})
   --target URL     where to send them (required)
-  --secret whsec_… the target's secret (or WEBHOOK_SECRET)
+  --secret whsec_… the target's secret (or WEBHOOK_SECRET); give it again for each secret of a
+                   rotation, newest first: every send is signed by each, as deliveries are then
+  --header 'N: V'  a header to send with every request, as an endpoint's custom headers are sent
+                   with its deliveries (repeatable; not webhook-*, content-type or hop-by-hop ones)
   --rate R         at most R sends a second (default 10)
   --concurrency N  sends in flight at once, 1-256 (default 1)
   --duration T     loop the selection until T has passed (e.g. 10m; default: one pass)
@@ -53,7 +57,8 @@ const FLAGS = {
   to: { type: 'string' },
   type: { type: 'string' },
   target: { type: 'string' },
-  secret: { type: 'string' },
+  secret: { type: 'string', multiple: true },
+  header: { type: 'string', multiple: true },
   rate: { type: 'string' },
   concurrency: { type: 'string' },
   duration: { type: 'string' },
@@ -98,7 +103,8 @@ function schema(io: CliIo, nowMs: number) {
       to: timeFlag(nowMs).optional(),
       type: z.enum(EVENT_TYPES, { error: `must be one of ${EVENT_TYPES.join(', ')}` }).optional(),
       target: urlFlag('--target https://staging.example.com/webhooks'),
-      secret: secretFlag(io.env.WEBHOOK_SECRET, "give the target's secret (the one it verifies with)"),
+      secret: secretsFlag(io.env.WEBHOOK_SECRET, "give the target's secret (the one it verifies with)"),
+      header: headerFlag,
       rate: positiveNumberFlag(10_000, 10, 'sends a second'),
       concurrency: integerFlag(1, 256, 1, 'sends in flight'),
       duration: durationFlag(0).optional(),
@@ -173,7 +179,8 @@ export function createReplayCommand(io: CliIo = processIo()): CliCommand {
           const summary = await replayEvents({
             events,
             load: (event) => reader.envelope(projectId, event.id),
-            secret: options.secret,
+            secrets: options.secret,
+            headers: options.header,
             ratePerSecond: options.rate,
             concurrency: options.concurrency,
             ...(options.duration ? { durationMs: options.duration } : {}),

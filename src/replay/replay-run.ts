@@ -1,12 +1,14 @@
 /**
  * Re-sends stored events to a target: each is the stored envelope byte for byte, signed for this
- * send (Standard Webhooks) with the given secret under a fresh `webhook-id`. As a load and soak
+ * send (Standard Webhooks) with the given secrets under a fresh `webhook-id`, with the headers a
+ * real delivery carries. As a load and soak
  * tool it also runs `concurrency` sends at once, loops the selection for a duration, and adds the
  * disorder at-least-once delivery causes: a shuffled order, and duplicates (the same `webhook-id`
  * and body again, re-signed, a little later). Sending, randomness and the clock are injected, so
  * the core is plain logic; `hookline replay` gives it undici and the real clock.
  */
 import { createHash } from 'node:crypto';
+import { deliveryHeaders } from '../signing/delivery-headers.js';
 import { signWebhook } from '../signing/sign.js';
 import type { StoredEventRef } from './event-log.js';
 
@@ -21,8 +23,10 @@ export interface ReplayOptions {
   readonly events: readonly StoredEventRef[];
   /** The envelope bytes of an event; undefined when it is gone (pruned meanwhile). */
   load(event: StoredEventRef): Uint8Array | undefined;
-  /** The target's `whsec_…` secret. */
-  readonly secret: string;
+  /** The target's `whsec_…` secrets, newest first: a send carries a signature by each, as a delivery does during a rotation. */
+  readonly secrets: readonly string[];
+  /** Sent with every request, as a webhook's `headers` are with its deliveries (unsigned). */
+  readonly headers?: Readonly<Record<string, string>>;
   readonly ratePerSecond: number;
   /** Sends in flight at once. @default 1 */
   readonly concurrency?: number;
@@ -171,8 +175,8 @@ export async function replayEvents(options: ReplayOptions): Promise<ReplaySummar
     await pace();
     const webhookId = job.webhookId ?? options.newWebhookId();
     const timestamp = Math.floor(now() / 1000);
-    const signature = await signWebhook({ id: webhookId, timestamp, body, secrets: options.secret });
-    const headers = { 'content-type': 'application/json', 'webhook-id': webhookId, 'webhook-timestamp': String(timestamp), 'webhook-signature': signature };
+    const signature = await signWebhook({ id: webhookId, timestamp, body, secrets: options.secrets });
+    const headers = { 'content-type': 'application/json', ...deliveryHeaders(options.headers, webhookId, String(timestamp), signature) };
     const answer = await options.send(headers, body);
     sent++;
     if (answer.durationMs !== undefined) durations.push(answer.durationMs);

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createReplayCommand, parseTimeFlag } from '../../src/cli/replay.js';
 import { createPacer } from '../../src/replay/replay-run.js';
-import { generateSecret } from '../../src/sdk/index.js';
+import { generateSecret, verifyWebhookSignature } from '../../src/sdk/index.js';
 import { captureIo } from '../helpers/cli.js';
 import { allDeliveries, configureReceiver, startTestHookline, waitForDeliveryStatus } from '../helpers/hookline.js';
 import type { TestHookline } from '../helpers/hookline.js';
@@ -117,6 +117,33 @@ describe('hookline replay', () => {
     const order = staging.received.filter((delivery) => byId.get(delivery.webhookId)![0] === delivery).map((delivery) => ids.indexOf(delivery.envelope.id));
     const passOrders = Array.from({ length: Math.floor(order.length / 3) }, (_, pass) => order.slice(pass * 3, pass * 3 + 3).join(''));
     expect(passOrders.some((pass) => pass !== '012')).toBe(true);
+  });
+
+  it("sends a real delivery's headers: Hookline's user-agent, the --header ones, and a signature by each --secret, newest first", async () => {
+    const { hookline, primary } = await hooklineWithEvents();
+    const staging = await startReceiver();
+    const [newest, older] = [generateSecret(), generateSecret()];
+    staging.secret = newest;
+    const { code, out } = await replay(hookline, '--from', '1h', '--target', staging.url, '--secret', newest, '--secret', older, '--header', 'X-Receiver-Token: s3cret', '--rate', '1000');
+    expect(code, out).toBe(0);
+    expect(staging.received).toHaveLength(3);
+    for (const delivery of staging.received) {
+      expect(delivery.headers['user-agent']).toBe(primary.received[0]!.headers['user-agent']);
+      expect(delivery.headers['x-receiver-token']).toBe('s3cret');
+      // A receiver that checks only the first candidate must meet the newest secret there, as in a rotation.
+      const candidates = delivery.signature.split(' ');
+      expect(candidates).toHaveLength(2);
+      const verifies = (signature: string, secret: string) => verifyWebhookSignature({ id: delivery.webhookId, timestamp: delivery.webhookTimestamp, signature, body: delivery.body, secret });
+      expect(await verifies(candidates[0]!, newest)).toBe(true);
+      expect(await verifies(candidates[1]!, older)).toBe(true);
+    }
+    const unparsed = await replay(hookline, '--from', '1h', '--target', staging.url, '--secret', newest, '--header', 'no colon');
+    expect(unparsed.code).toBe(2);
+    expect(unparsed.err).toContain('--header: must be "Name: value" (got "no colon")');
+    const signed = await replay(hookline, '--from', '1h', '--target', staging.url, '--secret', newest, '--header', 'Webhook-Id: x');
+    expect(signed.code).toBe(2);
+    expect(signed.err).toContain('--header: Webhook-Id: Hookline sets Webhook-Id itself');
+    expect(staging.received).toHaveLength(3);
   });
 
   it('has --concurrency sends in flight at once', async () => {
