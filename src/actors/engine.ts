@@ -21,6 +21,7 @@ import { IngestsInFlight } from './ingests-in-flight.js';
 import type { DeliverySender, IngestResult, Logger } from './project-actor.js';
 import { ProjectActor } from './project-actor.js';
 import { operationalStoreId, projectOfStoreId } from './operational-events.js';
+import { settled } from '../settled.js';
 
 export interface EngineOptions {
   settings: Settings;
@@ -160,7 +161,7 @@ export class Engine implements BatchEventSink {
   ingest(projectId: string, input: EventInput): Promise<IngestResult> {
     if (this.stopping) return Promise.reject(shuttingDown());
     // actorFor throws for a project that does not exist (or moved): a rejection, like every refusal.
-    return new Promise((resolve) => resolve(this.actorFor(projectId).ingest(input)));
+    return settled(() => this.actorFor(projectId).ingest(input));
   }
 
   async ingestBatch(projectId: string, inputs: readonly EventInput[]): Promise<Array<PromiseSettledResult<IngestResult>>> {
@@ -171,8 +172,9 @@ export class Engine implements BatchEventSink {
     const refusal = actor.admissionRefusal(inputs.some((input) => actor.matches(input)));
     if (refusal) throw refusal;
     // Every event is issued in this one event-loop turn, in one LMDB batch (one commit, one fsync);
-    // copies of one id within the batch meet in the actor's de-duplication.
-    return Promise.allSettled(this.store.ingestTogether(() => inputs.map((input) => actor.ingest(input))));
+    // copies of one id within the batch meet in the actor's de-duplication. An event whose ingest
+    // throws is refused alone: the batch's others are issued already.
+    return Promise.allSettled(this.store.ingestTogether(() => inputs.map((input) => settled(() => actor.ingest(input)))));
   }
 
   /** A delivery as the API shows it: as stored, with the steps its actor has not stored yet. */

@@ -7,11 +7,29 @@ const metadataShape = Object.fromEntries(METADATA_KEYS.map((key) => [key, z.stri
 /** One of the three reserved event types: an event's `type`, and every filter or subscription by type. */
 export const eventTypeInput = oneOf(EVENT_TYPES, 'three reserved event types');
 
+/**
+ * The deepest nesting of objects and arrays an event's `data` may have. JSON parsers take any depth,
+ * but the code that writes the envelope recurses, and a stack overflow there (at about 4,500
+ * levels) answered 500: refused as invalid up front instead. Real payloads are a few levels deep.
+ */
+export const MAX_DATA_DEPTH = 64;
+
+/** Whether `value` nests at most `max` objects or arrays deep; iterative, so any depth is safe to ask about. */
+function nestsAtMost(value: unknown, max: number): boolean {
+  const pending: Array<[unknown, number]> = [[value, 1]];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [container, depth] = next;
+    if (depth > max) return false;
+    for (const member of Object.values(container as object)) if (member !== null && typeof member === 'object') pending.push([member, depth + 1]);
+  }
+  return true;
+}
+
 /** An event as producers send it, over HTTP (`POST /v1/events`) or JetStream: one schema for both. */
 export const eventInputSchema = strictShape({
   id: z.string().regex(/^evt_[A-Za-z0-9_-]{1,100}$/, 'must be "evt_" followed by 1-100 of A-Z a-z 0-9 _ -').optional(),
   type: eventTypeInput,
-  data: z.record(z.string(), z.unknown()),
+  data: z.record(z.string(), z.unknown()).refine((data) => nestsAtMost(data, MAX_DATA_DEPTH), `must not nest objects and arrays more than ${MAX_DATA_DEPTH} deep`),
   // Only the seven keys receivers are promised by the envelope contract (SPEC.md 2.3).
   metadata: strictShape(metadataShape, 'metadata').optional(),
   timestamp: z.iso.datetime({ offset: true, local: false }).optional(),

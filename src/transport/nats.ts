@@ -13,6 +13,7 @@ import { ensureConsumer, ensureStream, reachJetStream } from './nats-streams.js'
 import type { EventSink, InboundTransport, Rejection } from './types.js';
 import type { EventVerdict } from './verdict.js';
 import { encodeVerdict, verdictSubject, verdictSubjectPrefix } from './verdict.js';
+import { settled } from '../settled.js';
 
 /** Messages a consumer pulls per request. */
 export const DEFAULT_PULL_BATCH = 512;
@@ -377,14 +378,5 @@ export class NatsTransport implements InboundTransport {
     await Promise.allSettled([...this.inflight]);
     if (!this.options.connection) await this.connection?.drain().catch(() => this.connection?.close());
     this.connection = null;
-  }
-}
-
-/** The promise `start` returns, or its synchronous throw as a rejection: one failure never breaks a batch. */
-function settled<T>(start: () => Promise<T>): Promise<T> {
-  try {
-    return start();
-  } catch (error) {
-    return Promise.reject(error);
   }
 }

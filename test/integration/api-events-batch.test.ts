@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { HooklineApiError } from '../../src/sdk/index.js';
+import { MAX_DATA_DEPTH } from '../../src/transport/event-input.js';
 import { ALL_TYPES, configureReceiver, startTestHookline } from '../helpers/hookline.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -42,6 +43,24 @@ describe('POST /v1/events/batch', () => {
     for (const [eventId, count] of [['evt_new', 1], ['evt_single', 1], ['evt_taken', 1], ['evt_bad', 0], [answer.body.data[4].id, 1]] as const) {
       expect((await hookline.client.listDeliveriesPage({ eventId })).data, eventId).toHaveLength(count);
     }
+  });
+
+  it('refuses an event nested deeper than the limit on its own (400 in its place, 207), storing the others once; alone it is a 400', async () => {
+    const hookline = await startTestHookline();
+    await hookline.client.configureWebhook({ callbackUrl: 'http://127.0.0.1:9/x', status: 'paused', eventTypes: ALL_TYPES });
+    // Written as text: deep enough that JSON.stringify overflows the stack (it did in Hookline: 500, the first event stored anyway).
+    const deep = (levels: number) => `{"d":${'['.repeat(levels)}${']'.repeat(levels)}}`;
+    const batch = `{"events":[{"type":"${event.type}","data":{"n":1}},{"type":"${event.type}","data":${deep(6_000)}},{"type":"${event.type}","data":${deep(MAX_DATA_DEPTH - 1)}}]}`;
+    const answer = await hookline.api('POST', '/v1/events/batch', { body: batch });
+    expect(answer.status, JSON.stringify(answer.body).slice(0, 300)).toBe(207);
+    expect(answer.body.data).toEqual([accepted(202), anError(400, 'validation_failed'), accepted(202)]);
+    expect(answer.body.data[1].error.details).toEqual([{ path: 'body.events.1.data', message: `must not nest objects and arrays more than ${MAX_DATA_DEPTH} deep` }]);
+    for (const index of [0, 2]) expect((await hookline.client.listDeliveriesPage({ eventId: answer.body.data[index].id })).data).toHaveLength(1);
+    expect((await hookline.client.listEventsPage()).data).toHaveLength(2);
+
+    const alone = await hookline.api('POST', '/v1/events', { body: `{"type":"${event.type}","data":${deep(MAX_DATA_DEPTH)}}` });
+    expect(alone.status).toBe(400);
+    expect(alone.body.error.code).toBe('validation_failed');
   });
 
   it('copies of one id inside a batch: the first is stored, an identical copy is a repeat with its answer, a different body a conflict', async () => {
