@@ -1,8 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { EVENT_TYPES } from '../sdk/types.js';
 import type { EventType } from '../sdk/types.js';
-import { JSON_STYLES, spellJson } from './json-style.js';
-import type { JsonStyle } from './json-style.js';
+import { spellJson } from './json-style.js';
 import type { Base64Damage, DeliveryDraft, FuzzCase, Tamper } from './cases.js';
 import { splitsInsideCharacters } from './text.js';
 
@@ -65,19 +64,17 @@ function envelopeOf(delivery: DeliveryDraft, overrides: Overrides = {}, corpus?:
   return { ...base, ...(overrides.id !== undefined ? { id: overrides.id } : {}), ...(overrides.type !== undefined ? { type: overrides.type } : {}), ...(overrides.data !== undefined ? { data: overrides.data } : {}) };
 }
 
-const bodyOf = (envelope: unknown, style: DeliveryDraft['style']): Uint8Array => encoder.encode(spellJson(envelope, style));
+/** An envelope spelled as Hookline spells it (JSON.stringify, src/actors/envelope.ts). */
+const bodyOf = (envelope: unknown): Uint8Array => encoder.encode(spellJson(envelope, 'compact'));
 
-/** The body a delivery is signed over: a corpus event byte for byte when spelled compact (as Hookline sent it). */
+/** The body a delivery is signed over: a corpus event byte for byte (as Hookline sent it) unless its data is replaced. */
 function deliveryBody(delivery: DeliveryDraft, corpus: readonly Uint8Array[] | undefined, data?: Record<string, unknown>): Uint8Array {
   const real = corpusEnvelope(delivery, corpus);
-  if (real && delivery.style === 'compact' && data === undefined) return real.bytes;
-  return bodyOf(envelopeOf(delivery, data === undefined ? {} : { data }, corpus), delivery.style);
+  if (real && data === undefined) return real.bytes;
+  return bodyOf(envelopeOf(delivery, data === undefined ? {} : { data }, corpus));
 }
 const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((byte, index) => byte === b[index]);
 const nextOf = <T>(list: readonly T[], value: T): T => list[(list.indexOf(value) + 1) % list.length]!;
-
-/** The spelling a re-serialised body is sent in: the case's, or the next one when it is the signed one. */
-export const sentStyleOf = (signed: JsonStyle, wanted: JsonStyle): JsonStyle => (wanted === signed ? nextOf(JSON_STYLES, wanted) : wanted);
 
 /** The type a tampered body gets: the case's, or the next one when it is the delivery's own. */
 export const tamperedTypeOf = (own: EventType, wanted: EventType): EventType => (wanted === own ? nextOf(EVENT_TYPES, wanted) : wanted);
@@ -90,17 +87,17 @@ function tamperedBody(delivery: DeliveryDraft, original: Uint8Array, tamper: Tam
       body[tamper.position % body.length] = body[tamper.position % body.length]! ^ tamper.flip;
       return body;
     case 'data':
-      body = bodyOf(envelopeOf(delivery, { data: { ...envelopeOf(delivery, {}, corpus).data, [`t_${tamper.key}`]: tamper.value } }, corpus), delivery.style);
+      body = bodyOf(envelopeOf(delivery, { data: { ...envelopeOf(delivery, {}, corpus).data, [`t_${tamper.key}`]: tamper.value } }, corpus));
       break;
     case 'event-type':
-      body = bodyOf(envelopeOf(delivery, { type: tamperedTypeOf(delivery.eventType, tamper.type) }, corpus), delivery.style);
+      body = bodyOf(envelopeOf(delivery, { type: tamperedTypeOf(delivery.eventType, tamper.type) }, corpus));
       break;
     case 'event-id':
       body = original;
       break;
   }
   // A change that happens to spell the same bytes is no tampering: change the event id instead.
-  return sameBytes(body, original) ? bodyOf(envelopeOf(delivery, { id: `${delivery.eventId}x` }, corpus), delivery.style) : body;
+  return sameBytes(body, original) ? bodyOf(envelopeOf(delivery, { id: `${delivery.eventId}x` }, corpus)) : body;
 }
 
 function damaged(signature: string, damage: Base64Damage): string {
@@ -171,8 +168,8 @@ export function buildRequest(fuzzCase: FuzzCase, context: BuildContext): FuzzReq
 
   let signedBody: Uint8Array;
   if (fuzzCase.kind === 'oversized-body') {
-    // Each `x` is one byte in every spelling, so the padding sets the size exactly.
-    const padded = (padding: string) => bodyOf(envelopeOf(delivery, { data: { ...envelopeOf(delivery, {}, context.corpus).data, padding } }, context.corpus), delivery.style);
+    // Each `x` is one byte, so the padding sets the size exactly.
+    const padded = (padding: string) => bodyOf(envelopeOf(delivery, { data: { ...envelopeOf(delivery, {}, context.corpus).data, padding } }, context.corpus));
     const base = padded('').length;
     signedBody = padded('x'.repeat(Math.max(0, context.maxBodyBytes + 1 + fuzzCase.extraBytes - base)));
   } else if (fuzzCase.kind === 'valid-utf8') {
@@ -199,7 +196,7 @@ export function buildRequest(fuzzCase: FuzzCase, context: BuildContext): FuzzReq
       sentBody = tamperedBody(delivery, signedBody, fuzzCase.tamper, context.corpus);
       break;
     case 'reserialised-json':
-      sentBody = bodyOf(envelopeOf(delivery, {}, context.corpus), sentStyleOf(delivery.style, fuzzCase.sentStyle));
+      sentBody = encoder.encode(spellJson(envelopeOf(delivery, {}, context.corpus), fuzzCase.sentStyle));
       break;
     case 'unknown-version':
       signatureHeader = `${fuzzCase.version},${signature}`;

@@ -54,7 +54,6 @@ const DRAFT: DeliveryDraft = {
   eventTime: '2026-01-01T00:00:00.000+00:00',
   metadata: {},
   data: { probe: true },
-  style: 'compact',
   corpusPick: 0,
 };
 

@@ -105,19 +105,15 @@ describe('hookline fuzz', () => {
     expect(out.split('\n').every((line) => line.length < 1_000)).toBe(true);
   });
 
-  it('fails a receiver that re-serialises JSON before verifying on valid deliveries', async () => {
+  it('fails a receiver that verifies re-serialised JSON on reserialised-json only: every case expecting a 2xx is spelled as Hookline spells it', async () => {
     const receiver = await startTestReceiver(reserialise);
-    const { code, out } = await fuzz(receiver.url);
+    const { code, out } = await fuzz(receiver.url, '--skip-measure');
     expect(code).toBe(1);
-    expect(row(out, 'valid'), out).toMatch(/ FAIL \(/);
-    const failure = out.slice(out.indexOf('FAIL valid ('));
-    expect(failure).toMatch(/^FAIL valid \(correctly signed, any JSON spelling, timestamp within ±10 s\): expected 2xx, got 400; \d+ of 25 runs/);
-    expect(failure).toContain('diagnosis: compact JSON accepted, the same JSON re-spelled rejected: you verify re-serialised JSON instead of the raw bytes');
-    // The smallest failing body is a valid delivery whose bytes are not JSON.stringify's.
-    const body = /body \(\d+ bytes\): (".*")/.exec(failure)![1]!;
-    const text = JSON.parse(body) as string;
-    expect(JSON.stringify(JSON.parse(text))).not.toBe(text);
-    expect(text).toContain('"data"');
+    // Hookline sends JSON.stringify's bytes, which re-serialise to themselves: real traffic passes this receiver.
+    for (const kind of ['valid', 'valid-utf8', 'valid-chunked', 'valid-rotation', 'id-squatting', 'repeated-webhook-id', 'concurrent-duplicates']) expect(row(out, kind), out).toMatch(/ pass$/);
+    expect(row(out, 'reserialised-json'), out).toMatch(/ FAIL \((\d+) of \1\)$/);
+    expect(out).toContain(`of ${CASE_KINDS.length} kinds of case ${CASE_KINDS.length - 1} passed, 1 failed`);
+    expect(out).toContain('diagnosis: JSON re-spelled after signing is accepted');
   });
 
   it('the seed reproduces the same run, request for request', async () => {
