@@ -27,7 +27,7 @@ import type { CaseKind, CaseResult, FailureClass, Measurements } from '../fuzz/i
 import { counted } from '../plural.js';
 import { HooklineClient, NETWORK_ERROR_CODE, isHooklineApiError } from '../sdk/index.js';
 import { decodeSecret } from '../signing/secret.js';
-import { NO_POSITIONALS, byteSizeFlag, commandWithHelp, durationFlag, integerFlag, runParsed, secretFlag, urlFlag, usageProblem } from './args.js';
+import { NO_POSITIONALS, byteSizeFlag, commandWithHelp, durationFlag, headerFlag, integerFlag, runParsed, secretFlag, urlFlag, usageProblem } from './args.js';
 import type { CliCommand } from './command.js';
 import { connectProblem } from './http-post.js';
 import type { CliIo } from './io.js';
@@ -58,6 +58,8 @@ Options:
   --tolerance S          the receiver's timestamp tolerance in seconds (default 300)
   --max-body SIZE        the receiver's body limit: valid bodies go up to it, oversized just past (default 1mb)
   --expect-duplicate E   what a repeated webhook-id must get: 2xx (default) or any
+  --header 'N: V'        sent with every request, unsigned, as the webhook's custom headers are with
+                         real deliveries (repeatable; e.g. a token the receiver requires)
   --corpus DIR|URL       build bodies from the newest ${CORPUS_EVENTS} events a Hookline stored: in the data
                          directory DIR (read-only), or asked of a running Hookline at URL (GET /v1/events)
   --project ID           the project of --corpus DIR (default: default)
@@ -83,6 +85,7 @@ const FLAGS = {
   tolerance: { type: 'string' },
   'max-body': { type: 'string' },
   'expect-duplicate': { type: 'string' },
+  header: { type: 'string', multiple: true },
   corpus: { type: 'string' },
   project: { type: 'string' },
   'api-key': { type: 'string' },
@@ -116,6 +119,7 @@ function schema(io: CliIo) {
     tolerance: integerFlag(0, 30 * 24 * 3600, 300, 'seconds'),
     'max-body': byteSizeFlag(DEFAULT_MAX_BODY_BYTES),
     'expect-duplicate': z.enum(['2xx', 'any'], { error: 'must be 2xx or any' }).default('2xx'),
+    header: headerFlag,
     corpus: z.string().min(1, 'must name a data directory or a Hookline URL').optional(),
     project: projectFlag,
     'api-key': z.string().optional().transform((key) => key ?? io.env.HOOKLINE_API_KEY),
@@ -176,7 +180,8 @@ export function createFuzzCommand(io: CliIo = processIo()): CliCommand {
       const runTag = Date.now().toString(36);
       let probes = 0;
       const probeId = () => `msg_probe_${runTag}${(probes++).toString(36)}`;
-      const context = () => ({ key, webhookId: probeId(), nowSeconds: Math.floor(Date.now() / 1000), toleranceSeconds: options.tolerance, maxBodyBytes });
+      const customHeaders = options.header;
+      const context = () => ({ key, webhookId: probeId(), nowSeconds: Math.floor(Date.now() / 1000), toleranceSeconds: options.tolerance, maxBodyBytes, customHeaders });
       const first = await sendWire(target, validProbe(context()), options.timeout);
       if (first.status === null) {
         io.stderr.write(`hookline fuzz: ${options.target} took the connection but did not answer a valid delivery (${first.error}); is it a webhook receiver, and running?\n`);
@@ -207,6 +212,7 @@ export function createFuzzCommand(io: CliIo = processIo()): CliCommand {
           toleranceSeconds: options.tolerance,
           maxBodyBytes,
           expectDuplicate: options['expect-duplicate'],
+          customHeaders,
           send: (request) => sendWire(target, { headers: request.headers, body: request.body, ...(request.transfer ? { framing: request.transfer.framing, splits: request.transfer.splits } : {}) }, options.timeout),
           onProgress: ({ done, total, kind, shrinking }) => progress.update(done, total, shrinking ? `${kind}: shrinking` : kind),
         });
@@ -218,6 +224,7 @@ export function createFuzzCommand(io: CliIo = processIo()): CliCommand {
             toleranceSeconds: options.tolerance,
             maxBodyBytes,
             stallWaitMs: options['stall-wait'],
+            customHeaders,
             newWebhookId: probeId,
             send: (request) => sendWire(target, request, options.timeout),
             stall: (request, waitMs) => sendStalled(target, request, waitMs),

@@ -1,11 +1,12 @@
 import { createHmac } from 'node:crypto';
 import { EVENT_TYPES } from '../sdk/types.js';
+import { deliveryHeaders } from '../signing/delivery-headers.js';
 import type { EventType } from '../sdk/types.js';
 import { spellJson } from './json-style.js';
 import type { Base64Damage, DeliveryDraft, FuzzCase, Tamper } from './cases.js';
 import { splitsInsideCharacters } from './text.js';
 
-/** One HTTP request of the fuzzer: the headers (webhook-* and content-type), the body bytes and how they are written. */
+/** One HTTP request of the fuzzer: the headers (a real delivery's, see deliveryHeaders), the body bytes and how they are written. */
 export interface FuzzRequest {
   readonly headers: Readonly<Record<string, string>>;
   readonly body: Uint8Array;
@@ -30,6 +31,8 @@ export interface BuildContext {
   readonly maxBodyBytes: number;
   /** Real envelopes to build bodies from instead of generated ones (`--corpus`). */
   readonly corpus?: readonly Uint8Array[];
+  /** Unsigned headers sent with every request, as a webhook's `headers` are with its deliveries (`--header`). @default none */
+  readonly customHeaders?: Readonly<Record<string, string>>;
 }
 
 /** How far beyond the tolerance stale and future timestamps start, for clocks a little apart. */
@@ -129,7 +132,8 @@ function chunkedBody(fuzzCase: Extract<FuzzCase, { kind: 'valid-chunked' }>, con
   return padded(fuzzCase.filler.repeat(repeats));
 }
 
-const headersOf = (id: string, timestamp: string, signature: string): Record<string, string> => ({ 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': signature });
+/** A real delivery's headers; content-type too, which Hookline's sender adds to them. */
+const headersOf = (custom: BuildContext['customHeaders'], id: string, timestamp: string, signature: string): Record<string, string> => ({ 'content-type': 'application/json', ...deliveryHeaders(custom, id, timestamp, signature) });
 
 /** The requests of one case, signed as the case says, with the clock and id the context gives. */
 export function buildExchange(fuzzCase: FuzzCase, context: BuildContext): FuzzExchange {
@@ -207,7 +211,7 @@ export function buildRequest(fuzzCase: FuzzCase, context: BuildContext): FuzzReq
     default:
       break;
   }
-  const headers = headersOf(id, timestamp, signatureHeader);
+  const headers = headersOf(context.customHeaders, id, timestamp, signatureHeader);
   if (fuzzCase.kind === 'missing-header') delete headers[fuzzCase.header];
   if (fuzzCase.kind === 'garbage-header') headers[fuzzCase.header] = garbageFor(fuzzCase.header, fuzzCase.garbage, headers[fuzzCase.header]!);
   if (fuzzCase.kind === 'valid-chunked') {

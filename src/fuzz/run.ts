@@ -43,6 +43,8 @@ export interface FuzzOptions {
   readonly expectDuplicate?: DuplicateExpectation;
   /** Real envelopes to build the bodies from (`--corpus`). @default generated events */
   readonly corpus?: readonly Uint8Array[];
+  /** Unsigned headers sent with every request (`--header`), as a webhook's `headers` are. @default none */
+  readonly customHeaders?: Readonly<Record<string, string>>;
   /** Requests spent on shrinking one failure class at most. @default 300 */
   readonly maxShrinkRequests?: number;
   /** The run stops after this many requests in a row got no answer (a receiver that is down). @default 3 */
@@ -192,6 +194,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
         toleranceSeconds: options.toleranceSeconds ?? 300,
         maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
         ...(options.corpus ? { corpus: options.corpus } : {}),
+        ...(options.customHeaders ? { customHeaders: options.customHeaders } : {}),
       });
       const outcomes = await sendExchange(options.send, exchange);
       requests += outcomes.length;

@@ -42,7 +42,7 @@ async function startTestReceiver(verdict: Verdict): Promise<{ url: string; reque
     request.on('end', () => {
       void (async () => {
         const body = Buffer.concat(chunks);
-        const headers = Object.fromEntries(['content-type', 'webhook-id', 'webhook-timestamp', 'webhook-signature'].flatMap((name) => (typeof request.headers[name] === 'string' ? [[name, request.headers[name]]] : [])));
+        const headers = Object.fromEntries(['content-type', 'user-agent', 'webhook-id', 'webhook-timestamp', 'webhook-signature'].flatMap((name) => (typeof request.headers[name] === 'string' ? [[name, request.headers[name]]] : [])));
         requests.push({ headers, body });
         response.writeHead(bytes > LIMIT ? 413 : await verdict(request, body)).end();
       })();
@@ -101,7 +101,7 @@ describe('hookline fuzz', () => {
     const tampered = out.slice(out.indexOf('FAIL tampered-body'));
     expect(tampered).toMatch(/smallest failing delivery, after \d+ shrinks?/);
     expect(tampered).toContain('webhook-signature: v1,');
-    expect(tampered).toMatch(/reproduce: curl -sS -o \/dev\/null -w '%\{http_code\}\\n' -X POST '[^']+' -H 'content-type: application\/json' -H 'webhook-id: msg_/);
+    expect(tampered).toMatch(/reproduce: curl -sS -o \/dev\/null -w '%\{http_code\}\\n' -X POST '[^']+' -H 'content-type: application\/json' -H 'user-agent: Hookline\/[^']+' -H 'webhook-id: msg_/);
     expect(out.split('\n').every((line) => line.length < 1_000)).toBe(true);
   });
 
@@ -114,6 +114,19 @@ describe('hookline fuzz', () => {
     expect(row(out, 'reserialised-json'), out).toMatch(/ FAIL \((\d+) of \1\)$/);
     expect(out).toContain(`of ${CASE_KINDS.length} kinds of case ${CASE_KINDS.length - 1} passed, 1 failed`);
     expect(out).toContain('diagnosis: JSON re-spelled after signing is accepted');
+  });
+
+  it('sends what real deliveries send: Hookline\'s user-agent and every --header, so a receiver requiring its token passes', async () => {
+    // A common setup: the webhook's custom headers carry a token the receiver checks before anything else.
+    const tokenChecked: Verdict = async (request, body) => (header(request, 'x-receiver-token') === 's3cret' && header(request, 'user-agent').startsWith('Hookline/') ? verifyRaw(request, body) : 401);
+    const receiver = await startTestReceiver(tokenChecked);
+    const { code, out } = await fuzz(receiver.url, '--header', 'X-Receiver-Token: s3cret', '--header', 'X-Team: payments', '--runs', '10');
+    expect(code, out).toBe(0);
+    expect(out).toContain(`of ${CASE_KINDS.length} kinds of case ${CASE_KINDS.length} passed, 0 failed`);
+    expect(out).toMatch(/timestamp window +past: accepted up to (299|300|301) s/);
+    const bad = captureIo();
+    expect(await createFuzzCommand(bad).run(['--target', receiver.url, '--secret', SECRET, '--header', 'webhook-id: x'])).toBe(2);
+    expect(bad.err()).toContain('hookline fuzz: --header: webhook-id: Hookline sets webhook-id itself');
   });
 
   it('the seed reproduces the same run, request for request', async () => {
