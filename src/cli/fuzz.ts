@@ -27,7 +27,7 @@ import type { CaseKind, CaseResult, FailureClass, Measurements } from '../fuzz/i
 import { counted } from '../plural.js';
 import { HooklineClient, NETWORK_ERROR_CODE, isHooklineApiError } from '../sdk/index.js';
 import { decodeSecret } from '../signing/secret.js';
-import { NO_POSITIONALS, byteSizeFlag, commandWithHelp, durationFlag, headerFlag, integerFlag, runParsed, secretFlag, urlFlag, usageProblem } from './args.js';
+import { NO_POSITIONALS, byteSizeFlag, commandWithHelp, deliveryTimeoutFlag, durationFlag, headerFlag, integerFlag, runParsed, secretFlag, urlFlag, usageProblem } from './args.js';
 import type { CliCommand } from './command.js';
 import { connectProblem } from './http-post.js';
 import type { CliIo } from './io.js';
@@ -69,7 +69,7 @@ Options:
   --save-failures DIR    save each failing request (JSON and body files) for curl to send again
   --skip-measure         judge only; do not measure the timestamp window, body size and stalls
   --stall-wait T         how long a stalled request waits for the receiver (default 5s)
-  --timeout T            per request (default 10s)
+  --timeout T            per request (default HOOKLINE_DELIVERY_TIMEOUT, else 15s: what real deliveries wait)
 
 A repeated webhook-id must get a 2xx: Hookline sends an id again when it saw no 2xx, so refusing a
 repeat dead-letters events already processed. --expect-duplicate any accepts any answer to repeats.
@@ -128,7 +128,7 @@ function schema(io: CliIo) {
     'save-failures': z.string().min(1, 'must name a directory').optional(),
     'skip-measure': z.boolean().optional(),
     'stall-wait': durationFlag(5_000),
-    timeout: durationFlag(10_000),
+    timeout: deliveryTimeoutFlag(io.env),
     positionals: NO_POSITIONALS,
   }).superRefine((options, context) => {
     if (options.corpus === undefined || !isUrl(options.corpus)) return;

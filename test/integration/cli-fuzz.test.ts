@@ -129,6 +129,24 @@ describe('hookline fuzz', () => {
     expect(bad.err()).toContain('hookline fuzz: --header: webhook-id: Hookline sets webhook-id itself');
   });
 
+  it('waits for an answer as long as real deliveries do: HOOKLINE_DELIVERY_TIMEOUT, read as serve reads it', async () => {
+    // 400 ms per answer: within the default, past a HOOKLINE_DELIVERY_TIMEOUT of 200ms.
+    const slow: Verdict = async (request, body) => new Promise((resolve) => setTimeout(() => resolve(verifyRaw(request, body)), 400));
+    const receiver = await startTestReceiver(slow);
+    const run = async (env: Record<string, string>) => {
+      const io = captureIo(env);
+      const code = await createFuzzCommand(io).run(['--target', receiver.url, '--secret', SECRET, '--seed', '4242', '--runs', '2', '--only', 'valid', '--skip-measure']);
+      return { code, out: io.out(), err: io.err() };
+    };
+    const configured = await run({ HOOKLINE_DELIVERY_TIMEOUT: '200ms' });
+    expect(configured.code).toBe(1);
+    expect(configured.err).toContain('did not answer a valid delivery (no answer within 200 ms)');
+    expect((await run({})).code).toBe(0);
+    const bad = await run({ HOOKLINE_DELIVERY_TIMEOUT: 'soon' });
+    expect(bad.code).toBe(2);
+    expect(bad.err).toBe('hookline fuzz: HOOKLINE_DELIVERY_TIMEOUT must be a duration: a whole number with an optional unit ms, s, m, h or d, such as 250ms, 15s, 5m or 2h, got "soon"; fix it, or pass --timeout\n');
+  });
+
   it('the seed reproduces the same run, request for request', async () => {
     const receiver = await startTestReceiver(verifyRaw);
     const now = () => 1_790_000_000_000;
