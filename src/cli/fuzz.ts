@@ -24,6 +24,7 @@ import {
   validProbe,
 } from '../fuzz/index.js';
 import type { CaseKind, CaseResult, FailureClass, Measurements } from '../fuzz/index.js';
+import { environmentSetting } from '../config/settings.js';
 import { counted } from '../plural.js';
 import { HooklineClient, NETWORK_ERROR_CODE, isHooklineApiError } from '../sdk/index.js';
 import { decodeSecret } from '../signing/secret.js';
@@ -56,7 +57,8 @@ Options:
   --runs N               cases per kind, 1-10000 (default ${DEFAULT_RUNS}; some kinds fewer, see README)
   --only K[,K…]          only these kinds of case
   --tolerance S          the receiver's timestamp tolerance in seconds (default 300)
-  --max-body SIZE        the receiver's body limit: valid bodies go up to it, oversized just past (default 1mb)
+  --max-body SIZE        the receiver's body limit: oversized bodies go just past it, valid ones up to it but
+                         never past Hookline's largest delivery (HOOKLINE_MAX_BODY, else 256kb, + 1kb) (default 1mb)
   --expect-duplicate E   what a repeated webhook-id must get: 2xx (default) or any
   --header 'N: V'        sent with every request, unsigned, as the webhook's custom headers are with
                          real deliveries (repeatable; e.g. a token the receiver requires)
@@ -166,6 +168,12 @@ export function createFuzzCommand(io: CliIo = processIo()): CliCommand {
       if (options.corpus !== undefined && isUrl(options.corpus) && args.some((arg) => arg === '--project' || arg.startsWith('--project='))) {
         return usageProblem(io, 'fuzz', ['--project is for --corpus DIR: with --corpus URL the API key names the project']);
       }
+      // Valid bodies stay within what the Hookline configured by this environment can deliver.
+      const hooklineMaxBody = environmentSetting('HOOKLINE_MAX_BODY', io.env);
+      if (!hooklineMaxBody.ok) {
+        io.stderr.write(`hookline fuzz: ${hooklineMaxBody.problem}; fix it, or unset it\n`);
+        return 2;
+      }
       const target = new URL(options.target);
       const maxBodyBytes = options['max-body'];
       const key = decodeSecret(options.secret)!;
@@ -211,6 +219,7 @@ export function createFuzzCommand(io: CliIo = processIo()): CliCommand {
           ...(corpus ? { corpus } : {}),
           toleranceSeconds: options.tolerance,
           maxBodyBytes,
+          hooklineMaxBodyBytes: hooklineMaxBody.value,
           expectDuplicate: options['expect-duplicate'],
           customHeaders,
           send: (request) => sendWire(target, { headers: request.headers, body: request.body, ...(request.transfer ? { framing: request.transfer.framing, splits: request.transfer.splits } : {}) }, options.timeout),

@@ -29,6 +29,8 @@ export interface BuildContext {
   readonly nowSeconds: number;
   readonly toleranceSeconds: number;
   readonly maxBodyBytes: number;
+  /** The largest body Hookline delivers: cases expecting a 2xx stay within it as within maxBodyBytes. @default no bound but maxBodyBytes */
+  readonly largestDeliveryBytes?: number;
   /** Real envelopes to build bodies from instead of generated ones (`--corpus`). */
   readonly corpus?: readonly Uint8Array[];
   /** Unsigned headers sent with every request, as a webhook's `headers` are with its deliveries (`--header`). @default none */
@@ -121,13 +123,17 @@ function rotationKeys(key: Uint8Array, others: readonly Uint8Array[], count: num
   return keys;
 }
 
-/** The body of a large valid case: `filler` repeated up to a size between a few bytes and the limit. */
+/**
+ * The body of a large valid case: `filler` repeated up to a size between a few bytes and the limit,
+ * the smaller of the receiver's and Hookline's largest delivery (a larger body is one Hookline never sends).
+ */
 function chunkedBody(fuzzCase: Extract<FuzzCase, { kind: 'valid-chunked' }>, context: BuildContext): Uint8Array {
   const { delivery } = fuzzCase;
   const padded = (text: string) => deliveryBody(delivery, context.corpus, { ...envelopeOf(delivery, {}, context.corpus).data, text });
   const base = padded('').length;
+  const limit = Math.min(context.maxBodyBytes, context.largestDeliveryBytes ?? Infinity);
   // Log-uniform from the smallest body to the limit: most bodies small, some at the limit.
-  const target = Math.min(context.maxBodyBytes, Math.round(base * (Math.max(context.maxBodyBytes, base) / base) ** (fuzzCase.sizePermille / 1000)));
+  const target = Math.min(limit, Math.round(base * (Math.max(limit, base) / base) ** (fuzzCase.sizePermille / 1000)));
   const repeats = Math.max(0, Math.floor((target - base) / encoder.encode(fuzzCase.filler).length));
   return padded(fuzzCase.filler.repeat(repeats));
 }

@@ -36,7 +36,7 @@ export interface CaseSpec {
 export const CASE_SPECS = {
   valid: { expect: 'accept', what: 'correctly signed, timestamp within ±10 s' },
   'valid-utf8': { expect: 'accept', what: 'correctly signed, non-ASCII text (accents, CJK, emoji, U+2028) as raw UTF-8' },
-  'valid-chunked': { expect: 'accept', what: 'correctly signed, up to the body limit, written in pieces cut inside characters', maxRuns: 40 },
+  'valid-chunked': { expect: 'accept', what: 'correctly signed, up to the body limit or Hookline\'s largest delivery, written in pieces cut inside characters', maxRuns: 40 },
   'valid-rotation': { expect: 'accept', what: '1 to 4 v1 candidates, the right one anywhere (secret rotation)' },
   'tampered-body': { expect: 'reject', what: 'body changed after signing' },
   'wrong-secret': { expect: 'reject', what: 'signed with another secret' },

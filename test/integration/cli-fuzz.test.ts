@@ -29,22 +29,22 @@ const SECRET = generateSecret();
 
 type Verdict = (request: IncomingMessage, body: Buffer) => Promise<number>;
 
-/** A node:http receiver on 127.0.0.1 whose status comes from `verdict`; bodies over LIMIT get 413. */
-async function startTestReceiver(verdict: Verdict): Promise<{ url: string; requests: FuzzRequest[] }> {
+/** A node:http receiver on 127.0.0.1 whose status comes from `verdict`; bodies over `limit` get 413. */
+async function startTestReceiver(verdict: Verdict, limit = LIMIT): Promise<{ url: string; requests: FuzzRequest[] }> {
   const requests: FuzzRequest[] = [];
   const url = await serve((request: IncomingMessage, response: ServerResponse) => {
     const chunks: Buffer[] = [];
     let bytes = 0;
     request.on('data', (chunk: Buffer) => {
       bytes += chunk.length;
-      if (bytes <= LIMIT) chunks.push(chunk);
+      if (bytes <= limit) chunks.push(chunk);
     });
     request.on('end', () => {
       void (async () => {
         const body = Buffer.concat(chunks);
         const headers = Object.fromEntries(['content-type', 'user-agent', 'webhook-id', 'webhook-timestamp', 'webhook-signature'].flatMap((name) => (typeof request.headers[name] === 'string' ? [[name, request.headers[name]]] : [])));
         requests.push({ headers, body });
-        response.writeHead(bytes > LIMIT ? 413 : await verdict(request, body)).end();
+        response.writeHead(bytes > limit ? 413 : await verdict(request, body)).end();
       })();
     });
   });
@@ -145,6 +145,26 @@ describe('hookline fuzz', () => {
     const bad = await run({ HOOKLINE_DELIVERY_TIMEOUT: 'soon' });
     expect(bad.code).toBe(2);
     expect(bad.err).toBe('hookline fuzz: HOOKLINE_DELIVERY_TIMEOUT must be a duration: a whole number with an optional unit ms, s, m, h or d, such as 250ms, 15s, 5m or 2h, got "soon"; fix it, or pass --timeout\n');
+  });
+
+  it('sends valid bodies no larger than Hookline delivers (HOOKLINE_MAX_BODY plus the envelope), and blames a 413 on the body limit', async () => {
+    const chunked = async (receiver: { url: string }, env: Record<string, string> = {}) => {
+      const io = captureIo(env);
+      const code = await createFuzzCommand(io).run(['--target', receiver.url, '--secret', SECRET, '--seed', '4242', '--runs', '40', '--only', 'valid-chunked', '--skip-measure']);
+      return { code, out: io.out() };
+    };
+    // 512 KiB takes every delivery of a default Hookline (262,144-byte events), though not --max-body's default 1 MiB.
+    const roomy = await chunked(await startTestReceiver(verifyRaw, 512 * 1024));
+    expect(roomy.code, roomy.out).toBe(0);
+    // HOOKLINE_MAX_BODY=64kb: its deliveries fit a 100 KiB limit.
+    const configured = await chunked(await startTestReceiver(verifyRaw, 100 * 1024), { HOOKLINE_MAX_BODY: '64kb' });
+    expect(configured.code, configured.out).toBe(0);
+    // 200 KiB is too small for a default Hookline: the diagnosis names the limit, not the chunk decoding.
+    const small = await chunked(await startTestReceiver(verifyRaw, 200 * 1024));
+    expect(small.code).toBe(1);
+    expect(row(small.out, 'valid-chunked'), small.out).toMatch(/ 413×\d+ .*FAIL/);
+    expect(small.out).toMatch(/diagnosis: a body of \d+ bytes answered 413: your body limit is below what Hookline can send \(bodies up to 263168 bytes: HOOKLINE_MAX_BODY plus the envelope\)/);
+    expect(small.out).not.toContain('each chunk on its own');
   });
 
   it('the seed reproduces the same run, request for request', async () => {
