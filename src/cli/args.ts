@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { parseByteSize, parseDuration } from '../config/duration.js';
+import { environmentSetting } from '../config/settings.js';
 import { customHeaders } from '../http/schemas.js';
 import { decodeSecret } from '../signing/secret.js';
 import type { CliCommand } from './command.js';
@@ -184,6 +185,21 @@ function parsedFlag(parse: (text: string) => number, fallback: number, min: numb
 
 /** A duration such as `500ms`, `15s`, `2m`, in milliseconds. */
 export const durationFlag = (fallback: number, min = 1) => parsedFlag(parseDuration, fallback, min);
+
+/**
+ * `--timeout` of a tool that sends deliveries: by default HOOKLINE_DELIVERY_TIMEOUT from `env`, read
+ * as `hookline serve` reads it (15 s when unset), so a receiver gets the time real deliveries give it.
+ */
+export function deliveryTimeoutFlag(env: Readonly<Record<string, string | undefined>>) {
+  const configured = environmentSetting('HOOKLINE_DELIVERY_TIMEOUT', env);
+  return z
+    .string()
+    .optional()
+    .superRefine((text, context) => {
+      if (text === undefined && !configured.ok) context.addIssue({ code: 'custom', message: `${configured.problem}; fix it, or pass --timeout`, params: { namesItsSetting: true } });
+    })
+    .pipe(durationFlag(configured.ok ? configured.value : 0));
+}
 
 /** A size such as `64kb`, `1mb`, in bytes. */
 export const byteSizeFlag = (fallback: number, min = 1) => parsedFlag(parseByteSize, fallback, min);

@@ -24,10 +24,11 @@ import {
   validProbe,
 } from '../fuzz/index.js';
 import type { CaseKind, CaseResult, FailureClass, Measurements } from '../fuzz/index.js';
+import { environmentSetting } from '../config/settings.js';
 import { counted } from '../plural.js';
 import { HooklineClient, NETWORK_ERROR_CODE, isHooklineApiError } from '../sdk/index.js';
 import { decodeSecret } from '../signing/secret.js';
-import { NO_POSITIONALS, byteSizeFlag, commandWithHelp, durationFlag, integerFlag, runParsed, secretFlag, urlFlag, usageProblem } from './args.js';
+import { NO_POSITIONALS, byteSizeFlag, commandWithHelp, deliveryTimeoutFlag, durationFlag, headerFlag, integerFlag, runParsed, secretFlag, urlFlag, usageProblem } from './args.js';
 import type { CliCommand } from './command.js';
 import { connectProblem } from './http-post.js';
 import type { CliIo } from './io.js';
@@ -56,8 +57,11 @@ Options:
   --runs N               cases per kind, 1-10000 (default ${DEFAULT_RUNS}; some kinds fewer, see README)
   --only K[,K…]          only these kinds of case
   --tolerance S          the receiver's timestamp tolerance in seconds (default 300)
-  --max-body SIZE        the receiver's body limit: valid bodies go up to it, oversized just past (default 1mb)
+  --max-body SIZE        the receiver's body limit: oversized bodies go just past it, valid ones up to it but
+                         never past Hookline's largest delivery (HOOKLINE_MAX_BODY, else 256kb, + 1kb) (default 1mb)
   --expect-duplicate E   what a repeated webhook-id must get: 2xx (default) or any
+  --header 'N: V'        sent with every request, unsigned, as the webhook's custom headers are with
+                         real deliveries (repeatable; e.g. a token the receiver requires)
   --corpus DIR|URL       build bodies from the newest ${CORPUS_EVENTS} events a Hookline stored: in the data
                          directory DIR (read-only), or asked of a running Hookline at URL (GET /v1/events)
   --project ID           the project of --corpus DIR (default: default)
@@ -67,7 +71,7 @@ Options:
   --save-failures DIR    save each failing request (JSON and body files) for curl to send again
   --skip-measure         judge only; do not measure the timestamp window, body size and stalls
   --stall-wait T         how long a stalled request waits for the receiver (default 5s)
-  --timeout T            per request (default 10s)
+  --timeout T            per request (default HOOKLINE_DELIVERY_TIMEOUT, else 15s: what real deliveries wait)
 
 A repeated webhook-id must get a 2xx: Hookline sends an id again when it saw no 2xx, so refusing a
 repeat dead-letters events already processed. --expect-duplicate any accepts any answer to repeats.
@@ -83,6 +87,7 @@ const FLAGS = {
   tolerance: { type: 'string' },
   'max-body': { type: 'string' },
   'expect-duplicate': { type: 'string' },
+  header: { type: 'string', multiple: true },
   corpus: { type: 'string' },
   project: { type: 'string' },
   'api-key': { type: 'string' },
@@ -116,6 +121,7 @@ function schema(io: CliIo) {
     tolerance: integerFlag(0, 30 * 24 * 3600, 300, 'seconds'),
     'max-body': byteSizeFlag(DEFAULT_MAX_BODY_BYTES),
     'expect-duplicate': z.enum(['2xx', 'any'], { error: 'must be 2xx or any' }).default('2xx'),
+    header: headerFlag,
     corpus: z.string().min(1, 'must name a data directory or a Hookline URL').optional(),
     project: projectFlag,
     'api-key': z.string().optional().transform((key) => key ?? io.env.HOOKLINE_API_KEY),
@@ -124,7 +130,7 @@ function schema(io: CliIo) {
     'save-failures': z.string().min(1, 'must name a directory').optional(),
     'skip-measure': z.boolean().optional(),
     'stall-wait': durationFlag(5_000),
-    timeout: durationFlag(10_000),
+    timeout: deliveryTimeoutFlag(io.env),
     positionals: NO_POSITIONALS,
   }).superRefine((options, context) => {
     if (options.corpus === undefined || !isUrl(options.corpus)) return;
@@ -162,6 +168,12 @@ export function createFuzzCommand(io: CliIo = processIo()): CliCommand {
       if (options.corpus !== undefined && isUrl(options.corpus) && args.some((arg) => arg === '--project' || arg.startsWith('--project='))) {
         return usageProblem(io, 'fuzz', ['--project is for --corpus DIR: with --corpus URL the API key names the project']);
       }
+      // Valid bodies stay within what the Hookline configured by this environment can deliver.
+      const hooklineMaxBody = environmentSetting('HOOKLINE_MAX_BODY', io.env);
+      if (!hooklineMaxBody.ok) {
+        io.stderr.write(`hookline fuzz: ${hooklineMaxBody.problem}; fix it, or unset it\n`);
+        return 2;
+      }
       const target = new URL(options.target);
       const maxBodyBytes = options['max-body'];
       const key = decodeSecret(options.secret)!;
@@ -176,7 +188,8 @@ export function createFuzzCommand(io: CliIo = processIo()): CliCommand {
       const runTag = Date.now().toString(36);
       let probes = 0;
       const probeId = () => `msg_probe_${runTag}${(probes++).toString(36)}`;
-      const context = () => ({ key, webhookId: probeId(), nowSeconds: Math.floor(Date.now() / 1000), toleranceSeconds: options.tolerance, maxBodyBytes });
+      const customHeaders = options.header;
+      const context = () => ({ key, webhookId: probeId(), nowSeconds: Math.floor(Date.now() / 1000), toleranceSeconds: options.tolerance, maxBodyBytes, customHeaders });
       const first = await sendWire(target, validProbe(context()), options.timeout);
       if (first.status === null) {
         io.stderr.write(`hookline fuzz: ${options.target} took the connection but did not answer a valid delivery (${first.error}); is it a webhook receiver, and running?\n`);
@@ -206,7 +219,9 @@ export function createFuzzCommand(io: CliIo = processIo()): CliCommand {
           ...(corpus ? { corpus } : {}),
           toleranceSeconds: options.tolerance,
           maxBodyBytes,
+          hooklineMaxBodyBytes: hooklineMaxBody.value,
           expectDuplicate: options['expect-duplicate'],
+          customHeaders,
           send: (request) => sendWire(target, { headers: request.headers, body: request.body, ...(request.transfer ? { framing: request.transfer.framing, splits: request.transfer.splits } : {}) }, options.timeout),
           onProgress: ({ done, total, kind, shrinking }) => progress.update(done, total, shrinking ? `${kind}: shrinking` : kind),
         });
@@ -218,6 +233,7 @@ export function createFuzzCommand(io: CliIo = processIo()): CliCommand {
             toleranceSeconds: options.tolerance,
             maxBodyBytes,
             stallWaitMs: options['stall-wait'],
+            customHeaders,
             newWebhookId: probeId,
             send: (request) => sendWire(target, request, options.timeout),
             stall: (request, waitMs) => sendStalled(target, request, waitMs),

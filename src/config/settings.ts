@@ -189,6 +189,19 @@ function editDistance(a: string, b: string): number {
   return previous[b.length]!;
 }
 
+type EnvironmentSettings = z.output<typeof environmentSchema>;
+
+/**
+ * One setting, read from `environment` exactly as settingsFromEnvironment reads it (empty is unset,
+ * then its default), for tools that must wait or size as a node configured so would; or the line
+ * that names what is wrong with it.
+ */
+export function environmentSetting<K extends keyof EnvironmentSettings>(name: K, environment: Readonly<Record<string, string | undefined>>): { ok: true; value: EnvironmentSettings[K] } | { ok: false; problem: string } {
+  const text = environment[name];
+  const result = environmentSchema.shape[name].safeParse(text === '' ? undefined : text);
+  return result.success ? { ok: true, value: result.data as EnvironmentSettings[K] } : { ok: false, problem: `${name} ${result.error.issues[0]!.message}` };
+}
+
 /** Reads settings from environment variables, failing with every bad variable named. */
 export function settingsFromEnvironment(environment: Record<string, string | undefined> = process.env): Settings {
   const relevant = Object.fromEntries(Object.entries(environment).filter(([name, value]) => name.startsWith('HOOKLINE_') && value !== ''));

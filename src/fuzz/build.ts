@@ -1,12 +1,12 @@
 import { createHmac } from 'node:crypto';
 import { EVENT_TYPES } from '../sdk/types.js';
+import { deliveryHeaders } from '../signing/delivery-headers.js';
 import type { EventType } from '../sdk/types.js';
-import { JSON_STYLES, spellJson } from './json-style.js';
-import type { JsonStyle } from './json-style.js';
+import { spellJson } from './json-style.js';
 import type { Base64Damage, DeliveryDraft, FuzzCase, Tamper } from './cases.js';
 import { splitsInsideCharacters } from './text.js';
 
-/** One HTTP request of the fuzzer: the headers (webhook-* and content-type), the body bytes and how they are written. */
+/** One HTTP request of the fuzzer: the headers (a real delivery's, see deliveryHeaders), the body bytes and how they are written. */
 export interface FuzzRequest {
   readonly headers: Readonly<Record<string, string>>;
   readonly body: Uint8Array;
@@ -29,8 +29,12 @@ export interface BuildContext {
   readonly nowSeconds: number;
   readonly toleranceSeconds: number;
   readonly maxBodyBytes: number;
+  /** The largest body Hookline delivers: cases expecting a 2xx stay within it as within maxBodyBytes. @default no bound but maxBodyBytes */
+  readonly largestDeliveryBytes?: number;
   /** Real envelopes to build bodies from instead of generated ones (`--corpus`). */
   readonly corpus?: readonly Uint8Array[];
+  /** Unsigned headers sent with every request, as a webhook's `headers` are with its deliveries (`--header`). @default none */
+  readonly customHeaders?: Readonly<Record<string, string>>;
 }
 
 /** How far beyond the tolerance stale and future timestamps start, for clocks a little apart. */
@@ -65,19 +69,17 @@ function envelopeOf(delivery: DeliveryDraft, overrides: Overrides = {}, corpus?:
   return { ...base, ...(overrides.id !== undefined ? { id: overrides.id } : {}), ...(overrides.type !== undefined ? { type: overrides.type } : {}), ...(overrides.data !== undefined ? { data: overrides.data } : {}) };
 }
 
-const bodyOf = (envelope: unknown, style: DeliveryDraft['style']): Uint8Array => encoder.encode(spellJson(envelope, style));
+/** An envelope spelled as Hookline spells it (JSON.stringify, src/actors/envelope.ts). */
+const bodyOf = (envelope: unknown): Uint8Array => encoder.encode(spellJson(envelope, 'compact'));
 
-/** The body a delivery is signed over: a corpus event byte for byte when spelled compact (as Hookline sent it). */
+/** The body a delivery is signed over: a corpus event byte for byte (as Hookline sent it) unless its data is replaced. */
 function deliveryBody(delivery: DeliveryDraft, corpus: readonly Uint8Array[] | undefined, data?: Record<string, unknown>): Uint8Array {
   const real = corpusEnvelope(delivery, corpus);
-  if (real && delivery.style === 'compact' && data === undefined) return real.bytes;
-  return bodyOf(envelopeOf(delivery, data === undefined ? {} : { data }, corpus), delivery.style);
+  if (real && data === undefined) return real.bytes;
+  return bodyOf(envelopeOf(delivery, data === undefined ? {} : { data }, corpus));
 }
 const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((byte, index) => byte === b[index]);
 const nextOf = <T>(list: readonly T[], value: T): T => list[(list.indexOf(value) + 1) % list.length]!;
-
-/** The spelling a re-serialised body is sent in: the case's, or the next one when it is the signed one. */
-export const sentStyleOf = (signed: JsonStyle, wanted: JsonStyle): JsonStyle => (wanted === signed ? nextOf(JSON_STYLES, wanted) : wanted);
 
 /** The type a tampered body gets: the case's, or the next one when it is the delivery's own. */
 export const tamperedTypeOf = (own: EventType, wanted: EventType): EventType => (wanted === own ? nextOf(EVENT_TYPES, wanted) : wanted);
@@ -90,17 +92,17 @@ function tamperedBody(delivery: DeliveryDraft, original: Uint8Array, tamper: Tam
       body[tamper.position % body.length] = body[tamper.position % body.length]! ^ tamper.flip;
       return body;
     case 'data':
-      body = bodyOf(envelopeOf(delivery, { data: { ...envelopeOf(delivery, {}, corpus).data, [`t_${tamper.key}`]: tamper.value } }, corpus), delivery.style);
+      body = bodyOf(envelopeOf(delivery, { data: { ...envelopeOf(delivery, {}, corpus).data, [`t_${tamper.key}`]: tamper.value } }, corpus));
       break;
     case 'event-type':
-      body = bodyOf(envelopeOf(delivery, { type: tamperedTypeOf(delivery.eventType, tamper.type) }, corpus), delivery.style);
+      body = bodyOf(envelopeOf(delivery, { type: tamperedTypeOf(delivery.eventType, tamper.type) }, corpus));
       break;
     case 'event-id':
       body = original;
       break;
   }
   // A change that happens to spell the same bytes is no tampering: change the event id instead.
-  return sameBytes(body, original) ? bodyOf(envelopeOf(delivery, { id: `${delivery.eventId}x` }, corpus), delivery.style) : body;
+  return sameBytes(body, original) ? bodyOf(envelopeOf(delivery, { id: `${delivery.eventId}x` }, corpus)) : body;
 }
 
 function damaged(signature: string, damage: Base64Damage): string {
@@ -121,18 +123,23 @@ function rotationKeys(key: Uint8Array, others: readonly Uint8Array[], count: num
   return keys;
 }
 
-/** The body of a large valid case: `filler` repeated up to a size between a few bytes and the limit. */
+/**
+ * The body of a large valid case: `filler` repeated up to a size between a few bytes and the limit,
+ * the smaller of the receiver's and Hookline's largest delivery (a larger body is one Hookline never sends).
+ */
 function chunkedBody(fuzzCase: Extract<FuzzCase, { kind: 'valid-chunked' }>, context: BuildContext): Uint8Array {
   const { delivery } = fuzzCase;
   const padded = (text: string) => deliveryBody(delivery, context.corpus, { ...envelopeOf(delivery, {}, context.corpus).data, text });
   const base = padded('').length;
+  const limit = Math.min(context.maxBodyBytes, context.largestDeliveryBytes ?? Infinity);
   // Log-uniform from the smallest body to the limit: most bodies small, some at the limit.
-  const target = Math.min(context.maxBodyBytes, Math.round(base * (Math.max(context.maxBodyBytes, base) / base) ** (fuzzCase.sizePermille / 1000)));
+  const target = Math.min(limit, Math.round(base * (Math.max(limit, base) / base) ** (fuzzCase.sizePermille / 1000)));
   const repeats = Math.max(0, Math.floor((target - base) / encoder.encode(fuzzCase.filler).length));
   return padded(fuzzCase.filler.repeat(repeats));
 }
 
-const headersOf = (id: string, timestamp: string, signature: string): Record<string, string> => ({ 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': signature });
+/** A real delivery's headers; content-type too, which Hookline's sender adds to them. */
+const headersOf = (custom: BuildContext['customHeaders'], id: string, timestamp: string, signature: string): Record<string, string> => ({ 'content-type': 'application/json', ...deliveryHeaders(custom, id, timestamp, signature) });
 
 /** The requests of one case, signed as the case says, with the clock and id the context gives. */
 export function buildExchange(fuzzCase: FuzzCase, context: BuildContext): FuzzExchange {
@@ -171,8 +178,8 @@ export function buildRequest(fuzzCase: FuzzCase, context: BuildContext): FuzzReq
 
   let signedBody: Uint8Array;
   if (fuzzCase.kind === 'oversized-body') {
-    // Each `x` is one byte in every spelling, so the padding sets the size exactly.
-    const padded = (padding: string) => bodyOf(envelopeOf(delivery, { data: { ...envelopeOf(delivery, {}, context.corpus).data, padding } }, context.corpus), delivery.style);
+    // Each `x` is one byte, so the padding sets the size exactly.
+    const padded = (padding: string) => bodyOf(envelopeOf(delivery, { data: { ...envelopeOf(delivery, {}, context.corpus).data, padding } }, context.corpus));
     const base = padded('').length;
     signedBody = padded('x'.repeat(Math.max(0, context.maxBodyBytes + 1 + fuzzCase.extraBytes - base)));
   } else if (fuzzCase.kind === 'valid-utf8') {
@@ -199,7 +206,7 @@ export function buildRequest(fuzzCase: FuzzCase, context: BuildContext): FuzzReq
       sentBody = tamperedBody(delivery, signedBody, fuzzCase.tamper, context.corpus);
       break;
     case 'reserialised-json':
-      sentBody = bodyOf(envelopeOf(delivery, {}, context.corpus), sentStyleOf(delivery.style, fuzzCase.sentStyle));
+      sentBody = encoder.encode(spellJson(envelopeOf(delivery, {}, context.corpus), fuzzCase.sentStyle));
       break;
     case 'unknown-version':
       signatureHeader = `${fuzzCase.version},${signature}`;
@@ -210,7 +217,7 @@ export function buildRequest(fuzzCase: FuzzCase, context: BuildContext): FuzzReq
     default:
       break;
   }
-  const headers = headersOf(id, timestamp, signatureHeader);
+  const headers = headersOf(context.customHeaders, id, timestamp, signatureHeader);
   if (fuzzCase.kind === 'missing-header') delete headers[fuzzCase.header];
   if (fuzzCase.kind === 'garbage-header') headers[fuzzCase.header] = garbageFor(fuzzCase.header, fuzzCase.garbage, headers[fuzzCase.header]!);
   if (fuzzCase.kind === 'valid-chunked') {

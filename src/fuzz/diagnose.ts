@@ -4,12 +4,13 @@
  * pattern fits (every failure has the trait, and cases without it passed).
  */
 import type { CaseKind, FuzzCase } from './cases.js';
-import { hasNonAscii } from './text.js';
 
 /** One run of a kind, as the diagnosis sees it. */
 export interface RunRecord {
   readonly fuzzCase: FuzzCase;
   readonly ok: boolean;
+  /** Bytes of the (first) request's body. */
+  readonly bodyBytes: number;
   /** Whether a write boundary fell inside a multi-byte character. */
   readonly splitInside: boolean;
   readonly outcomes: readonly { readonly status: number | null }[];
@@ -24,21 +25,21 @@ function only(records: readonly RunRecord[], trait: (record: RunRecord) => boole
 const rotation = (record: RunRecord) => record.fuzzCase as Extract<FuzzCase, { kind: 'valid-rotation' }>;
 const positionOf = (record: RunRecord) => rotation(record).position % rotation(record).candidates;
 
-export function diagnose(kind: CaseKind, records: readonly RunRecord[]): string | null {
+/** `largestDeliveryBytes`: the largest body Hookline delivers, which a receiver's body limit must take. */
+export function diagnose(kind: CaseKind, records: readonly RunRecord[], largestDeliveryBytes: number): string | null {
   const failed = records.filter((record) => !record.ok);
   if (failed.length === 0) return null;
   switch (kind) {
     case 'valid':
-      if (only(records, (record) => record.fuzzCase.delivery.style !== 'compact')) {
-        return 'compact JSON accepted, the same JSON re-spelled rejected: you verify re-serialised JSON instead of the raw bytes';
-      }
       return null;
     case 'valid-utf8':
-      if (only(records, (record) => record.fuzzCase.delivery.style !== 'escaped' && hasNonAscii((record.fuzzCase as Extract<FuzzCase, { kind: 'valid-utf8' }>).text))) {
-        return 'non-ASCII text sent as raw UTF-8 rejected, the same text \\u-escaped accepted: you read the body as latin1/binary (or re-encode it) before verifying; verify the raw bytes';
-      }
-      return 'bodies with non-ASCII text rejected: verify the raw bytes, not a string decoded from them in another encoding';
+      return 'bodies with non-ASCII text (raw UTF-8, as Hookline sends it) rejected: you read the body as latin1/binary (or re-encode it) before verifying; verify the raw bytes, not a string decoded from them in another encoding';
     case 'valid-chunked':
+      // A 413 is the receiver's body limit speaking, whatever the pieces were.
+      if (failed.every((record) => record.outcomes[0]?.status === 413)) {
+        const smallest = Math.min(...failed.map((record) => record.bodyBytes));
+        return `a body of ${smallest} bytes answered 413: your body limit is below what Hookline can send (bodies up to ${largestDeliveryBytes} bytes: HOOKLINE_MAX_BODY plus the envelope); raise it to at least that`;
+      }
       if (only(records, (record) => record.splitInside)) {
         return 'bodies that arrive in pieces cut inside a UTF-8 character rejected: you decode each chunk on its own (body += chunk); collect the Buffers and verify Buffer.concat(chunks)';
       }

@@ -1,11 +1,13 @@
 /**
- * Spellings of the same JSON document. A receiver must verify the bytes it received, so every
- * spelling of a correctly signed body must pass; and a body re-spelled after signing must fail,
- * even though it parses to the same value. `compact` (JSON.stringify's) comes first so that
- * shrinking ends on it when the spelling does not matter.
+ * Spellings of the same JSON document. Hookline sends only `compact` (JSON.stringify's), so that is
+ * the spelling every case signs and every accepted case sends; the others are for re-spelling a
+ * body after signing, which a receiver must refuse even though it parses to the same value.
  */
 export const JSON_STYLES = ['compact', 'pretty', 'spaced', 'escaped', 'newline'] as const;
 export type JsonStyle = (typeof JSON_STYLES)[number];
+
+/** The spellings Hookline never sends: what a re-spelled body is sent in. */
+export const RESPELLINGS = JSON_STYLES.filter((style): style is Exclude<JsonStyle, 'compact'> => style !== 'compact');
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 

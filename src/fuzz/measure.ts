@@ -17,6 +17,8 @@ export interface MeasureOptions {
   readonly maxBodyBytes: number;
   /** How long a stalled request waits for the receiver to answer or close. */
   readonly stallWaitMs: number;
+  /** Unsigned headers sent with every request (`--header`). @default none */
+  readonly customHeaders?: Readonly<Record<string, string>>;
   newWebhookId(): string;
   send(request: WireRequest): Promise<WireOutcome>;
   stall(request: WireRequest, waitMs: number): Promise<StallOutcome>;
@@ -54,7 +56,6 @@ const DRAFT: DeliveryDraft = {
   eventTime: '2026-01-01T00:00:00.000+00:00',
   metadata: {},
   data: { probe: true },
-  style: 'compact',
   corpusPick: 0,
 };
 
@@ -75,7 +76,7 @@ async function bisect(good: number, bad: number, ok: (value: number) => Promise<
 
 export async function measureReceiver(options: MeasureOptions): Promise<Measurements> {
   const now = options.now ?? Date.now;
-  const context = (maxBodyBytes = options.maxBodyBytes) => ({ key: options.key, webhookId: options.newWebhookId(), nowSeconds: Math.floor(now() / 1000), toleranceSeconds: options.toleranceSeconds, maxBodyBytes });
+  const context = (maxBodyBytes = options.maxBodyBytes): BuildContext => ({ key: options.key, webhookId: options.newWebhookId(), nowSeconds: Math.floor(now() / 1000), toleranceSeconds: options.toleranceSeconds, maxBodyBytes, ...(options.customHeaders ? { customHeaders: options.customHeaders } : {}) });
   const validAt = (offsetSeconds: number) => validProbe(context(), offsetSeconds);
   // An oversized case built for a limit one byte below `bytes` is a valid delivery of exactly `bytes` (or the smallest body).
   const validOfSize = (bytes: number) => buildRequest({ kind: 'oversized-body', delivery: DRAFT, extraBytes: 0 }, context(Math.max(0, bytes - 1)));

@@ -1,6 +1,6 @@
 import { counted } from '../plural.js';
 import type { FuzzRequest } from './build.js';
-import { TIMESTAMP_MARGIN_SECONDS, sentStyleOf, tamperedTypeOf } from './build.js';
+import { TIMESTAMP_MARGIN_SECONDS, tamperedTypeOf } from './build.js';
 import type { FuzzCase } from './cases.js';
 import type { Measurements, WindowSide } from './measure.js';
 import type { CaseResult, DuplicateExpectation, FailureClass, FuzzReport } from './run.js';
@@ -9,14 +9,13 @@ import { textTable } from '../text-table.js';
 
 /** What makes a case what it is, in a few words, shown with its smallest failing delivery. */
 export function describeCase(fuzzCase: FuzzCase): string {
-  const style = `JSON spelled ${fuzzCase.delivery.style}`;
   switch (fuzzCase.kind) {
     case 'valid':
-      return `${style}, webhook-timestamp ${fuzzCase.delivery.offsetSeconds >= 0 ? '+' : ''}${fuzzCase.delivery.offsetSeconds} s from now`;
+      return `webhook-timestamp ${fuzzCase.delivery.offsetSeconds >= 0 ? '+' : ''}${fuzzCase.delivery.offsetSeconds} s from now`;
     case 'valid-utf8':
-      return `${style}; data.text ${JSON.stringify(fuzzCase.text)}`;
+      return `data.text ${JSON.stringify(fuzzCase.text)}`;
     case 'valid-chunked':
-      return `${style}; data.text is ${JSON.stringify(fuzzCase.filler)} repeated; written in ${fuzzCase.transfer.pieces} pieces, ${fuzzCase.transfer.framing}`;
+      return `data.text is ${JSON.stringify(fuzzCase.filler)} repeated; written in ${fuzzCase.transfer.pieces} pieces, ${fuzzCase.transfer.framing}`;
     case 'valid-rotation': {
       const position = (fuzzCase.position % fuzzCase.candidates) + 1;
       return `${counted(fuzzCase.candidates, 'candidate')}, the right one ${position === 1 ? 'first' : `at position ${position}`}`;
@@ -24,11 +23,11 @@ export function describeCase(fuzzCase: FuzzCase): string {
     case 'id-squatting':
       return `first a forged request (${fuzzCase.forgery}) with the webhook-id, then the genuine delivery with the same id`;
     case 'repeated-webhook-id':
-      return `${style}; sent, then sent again with the same webhook-id, re-signed ${fuzzCase.laterSeconds} s later`;
+      return `sent, then sent again with the same webhook-id, re-signed ${fuzzCase.laterSeconds} s later`;
     case 'concurrent-duplicates':
-      return `${style}; ${fuzzCase.copies} copies sent at once`;
+      return `${fuzzCase.copies} copies sent at once`;
     case 'wrong-secret':
-      return `${style}; signed with another secret`;
+      return 'signed with another secret';
     case 'tampered-body': {
       const { tamper } = fuzzCase;
       const change =
@@ -36,13 +35,13 @@ export function describeCase(fuzzCase: FuzzCase): string {
         : tamper.how === 'data' ? `data key t_${tamper.key} added`
         : tamper.how === 'event-type' ? `the type changed to ${tamperedTypeOf(fuzzCase.delivery.eventType, tamper.type)}`
         : 'the event id changed';
-      return `${style}; after signing, ${change}`;
+      return `after signing, ${change}`;
     }
     case 'stale-timestamp':
     case 'future-timestamp':
       return `signed; webhook-timestamp ${fuzzCase.beyondSeconds + TIMESTAMP_MARGIN_SECONDS} s beyond the tolerance, in the ${fuzzCase.kind === 'stale-timestamp' ? 'past' : 'future'}`;
     case 'reserialised-json':
-      return `signed as ${fuzzCase.delivery.style} JSON, sent as ${sentStyleOf(fuzzCase.delivery.style, fuzzCase.sentStyle)} JSON`;
+      return `signed as Hookline spells it (JSON.stringify), sent spelled ${fuzzCase.sentStyle}`;
     case 'missing-header':
       return `no ${fuzzCase.header} header`;
     case 'garbage-header':

@@ -8,6 +8,7 @@
  * the same requests in the same order.
  */
 import fc from 'fast-check';
+import { defaultSettings } from '../config/settings.js';
 import { counted } from '../plural.js';
 import { decodeSecret } from '../signing/secret.js';
 import type { FuzzExchange, FuzzRequest } from './build.js';
@@ -37,12 +38,16 @@ export interface FuzzOptions {
   readonly kinds?: readonly CaseKind[];
   /** The receiver's timestamp tolerance. @default 300 */
   readonly toleranceSeconds?: number;
-  /** The receiver's body limit; oversized cases go just past it, chunked ones up to it. @default 1 MiB */
+  /** The receiver's body limit; oversized cases go just past it, chunked ones up to it (or to Hookline's largest delivery). @default 1 MiB */
   readonly maxBodyBytes?: number;
+  /** HOOKLINE_MAX_BODY of the Hookline the receiver takes deliveries from: no case expecting a 2xx is larger than its largest envelope. @default the setting's default */
+  readonly hooklineMaxBodyBytes?: number;
   /** What a repeated `webhook-id` must get. @default '2xx' */
   readonly expectDuplicate?: DuplicateExpectation;
   /** Real envelopes to build the bodies from (`--corpus`). @default generated events */
   readonly corpus?: readonly Uint8Array[];
+  /** Unsigned headers sent with every request (`--header`), as a webhook's `headers` are. @default none */
+  readonly customHeaders?: Readonly<Record<string, string>>;
   /** Requests spent on shrinking one failure class at most. @default 300 */
   readonly maxShrinkRequests?: number;
   /** The run stops after this many requests in a row got no answer (a receiver that is down). @default 3 */
@@ -95,6 +100,16 @@ export interface FuzzReport {
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+
+/**
+ * What an envelope adds to the largest event HOOKLINE_MAX_BODY accepts: version, id, type, metadata
+ * and timestamp around its data (a 262,144-byte event went out as 262,255 bytes); 1 KiB leaves room
+ * for long ids and metadata without sending anything Hookline could not.
+ */
+export const ENVELOPE_MARGIN_BYTES = 1024;
+
+/** The largest body Hookline delivers, for a HOOKLINE_MAX_BODY. */
+export const largestDelivery = (hooklineMaxBodyBytes: number): number => hooklineMaxBodyBytes + ENVELOPE_MARGIN_BYTES;
 export const DEFAULT_RUNS = 200;
 
 const is2xx = (outcome: FuzzOutcome) => outcome.status !== null && outcome.status >= 200 && outcome.status < 300;
@@ -164,6 +179,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   const total = kinds.reduce((sum, kind) => sum + runsFor(kind, options.runs), 0);
   const budget = options.maxShrinkRequests ?? 300;
   const expectDuplicate = options.expectDuplicate ?? '2xx';
+  const largestDeliveryBytes = largestDelivery(options.hooklineMaxBodyBytes ?? defaultSettings().maxBodyBytes);
   // In every webhook-id, so that ids do not repeat across runs (a receiver may remember them).
   const runTag = Math.floor(now() / 1000).toString(36);
   const maxStreak = options.maxNoAnswerStreak ?? 3;
@@ -191,7 +207,9 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
         nowSeconds: Math.floor(now() / 1000),
         toleranceSeconds: options.toleranceSeconds ?? 300,
         maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+        largestDeliveryBytes,
         ...(options.corpus ? { corpus: options.corpus } : {}),
+        ...(options.customHeaders ? { customHeaders: options.customHeaders } : {}),
       });
       const outcomes = await sendExchange(options.send, exchange);
       requests += outcomes.length;
@@ -213,7 +231,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
         const { exchange, outcomes, tally, reason } = await attempt(fuzzCase);
         answers[tally] = (answers[tally] ?? 0) + 1;
         const request = exchange.requests[0]!;
-        records.push({ fuzzCase, ok: reason === null, splitInside: request.transfer ? splitsACharacter(request.body, request.transfer.splits) : false, outcomes });
+        records.push({ fuzzCase, ok: reason === null, bodyBytes: request.body.length, splitInside: request.transfer ? splitsACharacter(request.body, request.transfer.splits) : false, outcomes });
         if (reason !== null) {
           const known = classes.get(tally);
           if (known) known.runs++;
@@ -258,7 +276,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
       verdict: failures.length > 0 ? 'fail' : 'pass',
       failedRuns,
       failures: failures.sort((a, b) => b.runs - a.runs),
-      diagnosis: failedRuns > 0 ? diagnose(kind, records) : null,
+      diagnosis: failedRuns > 0 ? diagnose(kind, records, largestDeliveryBytes) : null,
     });
   }
   return { seed: options.seed, results, failed: results.filter((result) => result.verdict === 'fail').length, stopped };

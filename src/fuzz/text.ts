@@ -18,8 +18,6 @@ export const unicodeText: fc.Arbitrary<string> = fc
 /** A few non-ASCII characters repeated to fill a large body (any of them splits when cut mid-way). */
 export const filler: fc.Arbitrary<string> = fc.array(fc.constantFrom(...NON_ASCII), { minLength: 1, maxLength: 4 }).map((chars) => `${chars.join('')} `);
 
-export const hasNonAscii = (text: string): boolean => /[^\x00-\x7f]/.test(text);
-
 /**
  * Offsets that cut `body` into `pieces` writes, each cut moved forward onto a UTF-8 continuation byte
  * when one is near, so that the cut falls inside a multi-byte character.

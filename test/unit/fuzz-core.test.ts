@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { deliveryTimeoutFlag } from '../../src/cli/args.js';
 import { bodyPreview, judge } from '../../src/fuzz/index.js';
 import { splitsACharacter, splitsInsideCharacters } from '../../src/fuzz/text.js';
 import { createPacer, latencyOf, seededRandom } from '../../src/replay/replay-run.js';
@@ -24,6 +25,17 @@ describe('judging answers', () => {
     expect(judge('accept-after-forgery', [{ status: 400, error: null }, { status: 204, error: null }])).toBeNull();
     expect(judge('accept-after-forgery', [{ status: 400, error: null }, { status: 409, error: null }])).toMatch(/got 409: the forgery blocked it/);
     expect(judge('accept-after-forgery', [{ status: 200, error: null }, { status: 200, error: null }])).toBe('the forged request was accepted (200)');
+  });
+});
+
+describe('the --timeout of tools that send deliveries', () => {
+  it('is by default what a real delivery waits: HOOKLINE_DELIVERY_TIMEOUT, else its 15 s default; --timeout overrides it', () => {
+    expect(deliveryTimeoutFlag({}).parse(undefined)).toBe(15_000);
+    expect(deliveryTimeoutFlag({ HOOKLINE_DELIVERY_TIMEOUT: '' }).parse(undefined)).toBe(15_000);
+    expect(deliveryTimeoutFlag({ HOOKLINE_DELIVERY_TIMEOUT: '30s' }).parse(undefined)).toBe(30_000);
+    expect(deliveryTimeoutFlag({ HOOKLINE_DELIVERY_TIMEOUT: '30s' }).parse('2s')).toBe(2_000);
+    expect(deliveryTimeoutFlag({ HOOKLINE_DELIVERY_TIMEOUT: 'soon' }).parse('2s')).toBe(2_000);
+    expect(deliveryTimeoutFlag({ HOOKLINE_DELIVERY_TIMEOUT: 'soon' }).safeParse(undefined).success).toBe(false);
   });
 });
 
