@@ -6,7 +6,7 @@ import { EVENT_TYPES } from '../sdk/types.js';
 import { newSortableId } from '../store/ids.js';
 import { EventLogReader } from '../replay/event-log.js';
 import { replayEvents, seededRandom } from '../replay/replay-run.js';
-import { NO_POSITIONALS, defineCommand, durationFlag, headerFlag, integerFlag, positiveNumberFlag, secretsFlag, urlFlag } from './args.js';
+import { NO_POSITIONALS, defineCommand, deliveryTimeoutFlag, durationFlag, headerFlag, integerFlag, positiveNumberFlag, secretsFlag, urlFlag } from './args.js';
 import type { CliCommand } from './command.js';
 import { createPoster } from './http-post.js';
 import type { CliIo } from './io.js';
@@ -45,7 +45,7 @@ Options:
   --duplicates P   the chance, 0-1, that a send is repeated later with the same webhook-id (default 0)
   --shuffle        send each pass in a random order
   --seed S         seed of the shuffle and the duplicates (default: random, printed)
-  --timeout T      per send (default 15s)
+  --timeout T      per send (default HOOKLINE_DELIVERY_TIMEOUT, else 15s: what real deliveries wait)
   --data-dir DIR   the node's data directory (default HOOKLINE_DATA_DIR, else ./data)
   --project ID     the project whose events to send (default: default)
   --dry-run        list the events that would be sent, send nothing
@@ -122,7 +122,7 @@ function schema(io: CliIo, nowMs: number) {
         }),
       shuffle: z.boolean().optional(),
       seed: integerFlag(-2147483648, 2147483647, Math.floor(Math.random() * 2 ** 31), 'a seed'),
-      timeout: durationFlag(15_000),
+      timeout: deliveryTimeoutFlag(io.env),
       'data-dir': z.string().min(1, 'must name a directory').default(io.env.HOOKLINE_DATA_DIR || './data'),
       project: projectFlag,
       'dry-run': z.boolean().optional(),

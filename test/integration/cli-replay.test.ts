@@ -146,6 +146,23 @@ describe('hookline replay', () => {
     expect(staging.received).toHaveLength(3);
   });
 
+  it('waits for each answer as long as real deliveries do: HOOKLINE_DELIVERY_TIMEOUT unless --timeout says otherwise', async () => {
+    const { hookline } = await hooklineWithEvents();
+    const staging = await startReceiver({ respond: () => new Promise((answer) => setTimeout(() => answer({ status: 204 }), 400)) });
+    const run = async (env: Record<string, string>, ...args: string[]) => {
+      const io = captureIo({ HOOKLINE_DATA_DIR: hookline.dataDir, ...env });
+      return { code: await createReplayCommand(io).run(['--from', '1h', '--target', staging.url, '--secret', generateSecret(), '--rate', '1000', '--concurrency', '3', ...args]), out: io.out(), err: io.err() };
+    };
+    const short = await run({ HOOKLINE_DELIVERY_TIMEOUT: '200ms' });
+    expect(short.code, short.out).toBe(1);
+    expect(short.out).toContain('0 answered 2xx, 3 failed');
+    const overridden = await run({ HOOKLINE_DELIVERY_TIMEOUT: '200ms' }, '--timeout', '2s');
+    expect(overridden.code, overridden.out).toBe(0);
+    const bad = await run({ HOOKLINE_DELIVERY_TIMEOUT: 'soon' });
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain('HOOKLINE_DELIVERY_TIMEOUT');
+  });
+
   it('has --concurrency sends in flight at once', async () => {
     const { hookline } = await hooklineWithEvents();
     // Each answer is held until 8 requests are open (then all are answered), or for 1 s.
