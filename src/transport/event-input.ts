@@ -14,13 +14,20 @@ export const eventTypeInput = oneOf(EVENT_TYPES, 'three reserved event types');
  */
 export const MAX_DATA_DEPTH = 64;
 
-/** Whether `value` nests at most `max` objects or arrays deep; iterative, so any depth is safe to ask about. */
-function nestsAtMost(value: unknown, max: number): boolean {
-  const pending: Array<[unknown, number]> = [[value, 1]];
-  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-    const [container, depth] = next;
-    if (depth > max) return false;
-    for (const member of Object.values(container as object)) if (member !== null && typeof member === 'object') pending.push([member, depth + 1]);
+/**
+ * Whether the object or array `container` nests at most `levels` deep (itself one). Recursive, but
+ * never more than `levels` calls deep whatever the input, and it allocates nothing: every event
+ * passes through it.
+ */
+function nestsAtMost(container: object, levels: number): boolean {
+  if (levels === 0) return false;
+  if (Array.isArray(container)) {
+    for (const member of container) if (member !== null && typeof member === 'object' && !nestsAtMost(member, levels - 1)) return false;
+    return true;
+  }
+  for (const key in container) {
+    const member = (container as Record<string, unknown>)[key];
+    if (member !== null && typeof member === 'object' && !nestsAtMost(member, levels - 1)) return false;
   }
   return true;
 }
