@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { oneOf, strictShape } from '../input-messages.js';
+import { nestsAtMost } from '../json-depth.js';
 import { EVENT_TYPES, METADATA_KEYS } from '../sdk/types.js';
 
 const metadataShape = Object.fromEntries(METADATA_KEYS.map((key) => [key, z.string().optional()])) as Record<(typeof METADATA_KEYS)[number], z.ZodOptional<z.ZodString>>;
@@ -13,24 +14,6 @@ export const eventTypeInput = oneOf(EVENT_TYPES, 'three reserved event types');
  * levels) answered 500: refused as invalid up front instead. Real payloads are a few levels deep.
  */
 export const MAX_DATA_DEPTH = 64;
-
-/**
- * Whether the object or array `container` nests at most `levels` deep (itself one). Recursive, but
- * never more than `levels` calls deep whatever the input, and it allocates nothing: every event
- * passes through it.
- */
-function nestsAtMost(container: object, levels: number): boolean {
-  if (levels === 0) return false;
-  if (Array.isArray(container)) {
-    for (const member of container) if (member !== null && typeof member === 'object' && !nestsAtMost(member, levels - 1)) return false;
-    return true;
-  }
-  for (const key in container) {
-    const member = (container as Record<string, unknown>)[key];
-    if (member !== null && typeof member === 'object' && !nestsAtMost(member, levels - 1)) return false;
-  }
-  return true;
-}
 
 /** An event as producers send it, over HTTP (`POST /v1/events`) or JetStream: one schema for both. */
 export const eventInputSchema = strictShape({

@@ -82,4 +82,12 @@ describe('payload filters', () => {
     expect(answer.body.error.code).toBe('validation_failed');
     expect(answer.body.error.details).toContainEqual(expect.objectContaining({ path }));
   });
+
+  it('refuses a rule nested deeper than its byte limit allows with 400, not a 500 from a stack overflow', async () => {
+    const hookline = await startTestHookline();
+    const filter = `${'{"$not":'.repeat(20_000)}{"type":"service.trigger.event"}${'}'.repeat(20_000)}`;
+    const answer = await hookline.api('PUT', '/v1/webhook', { body: `{"callbackUrl":"${callbackUrl}","status":"active","eventTypes":${JSON.stringify(ALL_TYPES)},"filter":${filter}}` });
+    expect(answer.status, JSON.stringify(answer.body)).toBe(400);
+    expect(answer.body.error.details).toContainEqual({ path: 'body.filter', message: `more than ${FILTER_LIMITS.bytes} bytes of compact JSON (nested over ${FILTER_LIMITS.bytes / 2} deep)` });
+  });
 });
