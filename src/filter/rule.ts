@@ -12,6 +12,7 @@
  * The top-level rule has depth 1 and each `$and`/`$or`/`$not` adds one: at most `FILTER_LIMITS.depth`.
  * Its compact JSON is at most `FILTER_LIMITS.bytes` bytes.
  */
+import { nestsAtMost } from '../json-depth.js';
 import { METADATA_KEYS } from '../sdk/types.js';
 
 export type FilterScalar = string | number | boolean | null;
@@ -116,6 +117,11 @@ function checkRule(rule: unknown, at: string[], depth: number, problems: FilterP
 
 /** Every problem with `value` as a filter rule; none means it is a `FilterRule`. */
 export function filterProblems(value: unknown): FilterProblem[] {
+  // Each level takes at least 2 bytes, so a deeper rule is over the limit: said before JSON.stringify
+  // overflows the stack on it (a 500 for a PUT of some 5,000 nested `$not`s).
+  if (value !== null && typeof value === 'object' && !nestsAtMost(value, FILTER_LIMITS.bytes / 2)) {
+    return [{ path: [], message: `more than ${FILTER_LIMITS.bytes} bytes of compact JSON (nested over ${FILTER_LIMITS.bytes / 2} deep)` }];
+  }
   const bytes = Buffer.byteLength(JSON.stringify(value) ?? '');
   if (bytes > FILTER_LIMITS.bytes) return [{ path: [], message: `${bytes} bytes of compact JSON; at most ${FILTER_LIMITS.bytes}` }];
   const problems: FilterProblem[] = [];
