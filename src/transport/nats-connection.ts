@@ -185,10 +185,13 @@ export async function connectNats(access: NatsAccess, { logger, onClosed, ...ext
     connection = await Promise.race([pending, deadline]);
   } catch (error) {
     pending.then((late) => late.close(), () => {}).catch(() => {});
+    const startError = natsStartError(access, error);
     // A server that wants a client certificate refuses one missing only after a TLS 1.3 handshake,
-    // which nats.js sees as a silent server (a timeout); a probe of our own hears the refusal.
-    const refusal = options.tls && /timeout/i.test(String((error as Error).message)) ? await tlsRefusal(seedUrls(access.natsUrl)[0]!.server, options.tls) : null;
-    throw natsStartError(access, refusal ?? error);
+    // which nats.js sees as a silent server (a timeout); with several seeds it reports whichever it
+    // tried last (a dead one). A probe of every seed hears the refusal, which says more than either.
+    const blamesUrl = startError.details[0]?.path === 'HOOKLINE_NATS_URL';
+    const refusal = options.tls && blamesUrl ? await firstTlsRefusal(seedUrls(access.natsUrl).map((seed) => seed.server), options.tls) : null;
+    throw refusal ? natsStartError(access, refusal) : startError;
   } finally {
     clearTimeout(timer);
   }
@@ -200,6 +203,12 @@ export async function connectNats(access: NatsAccess, { logger, onClosed, ...ext
     onClosed?.(reason);
   });
   return connection;
+}
+
+/** The first TLS refusal, in seed order, of the seeds that accept a connection (probed at once). */
+async function firstTlsRefusal(servers: string[], tls: TlsOptions): Promise<Error | null> {
+  const refusals = await Promise.all(servers.map((server) => tlsRefusal(server, tls)));
+  return refusals.find((refusal) => refusal !== null) ?? null;
 }
 
 /** How long the TLS probe waits for a refusal after its handshake. */
@@ -225,7 +234,8 @@ function tlsRefusal(server: string, tls: TlsOptions): Promise<Error | null> {
     raw.once('error', () => done(null));
     raw.once('data', () => {
       const secure = tlsConnect({ socket: raw, servername: isIP(host) ? undefined : host, ca: tls.ca, cert: tls.cert, key: tls.key });
-      secure.once('error', (error) => done(error));
+      // Only TLS's own errors: a reset says nothing the seed's other failures did not.
+      secure.once('error', (error: NodeJS.ErrnoException) => done(/ssl|tls|certificate|alert|handshake/i.test(`${error.code ?? ''} ${error.message}`) ? error : null));
       secure.once('secureConnect', () => setTimeout(() => done(null), TLS_PROBE_MS));
       secure.resume();
     });
