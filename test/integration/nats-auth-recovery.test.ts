@@ -6,6 +6,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { configureReceiver, startTestHookline } from '../helpers/hookline.js';
 import { deleteStreams, freePort, natsServerProcess, natsSettings, publishUntilAcked, uniqueNatsNames } from '../helpers/nats.js';
 import type { NatsServerProcess } from '../helpers/nats.js';
+import { startNatsCluster } from '../helpers/nats-cluster.js';
+import type { TestNatsCluster } from '../helpers/nats-cluster.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { makeTempDir } from '../helpers/temp-dir.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -23,13 +25,15 @@ let dir: ReturnType<typeof makeTempDir> | null = null;
 let server: NatsServerProcess | null = null;
 let publisher: NatsConnection | null = null;
 let stream: string | null = null;
+let cluster: TestNatsCluster | null = null;
 
 afterEach(async () => {
   if (publisher && stream) await deleteStreams(publisher, [stream]).catch(() => {});
   await publisher?.close();
   await server?.signal('SIGKILL');
+  await cluster?.dispose();
   dir?.remove();
-  dir = server = publisher = stream = null;
+  dir = server = publisher = stream = cluster = null;
 });
 
 /** A JetStream nats-server on `port` whose only client credential is `token`; restart it to apply another. */
@@ -71,4 +75,26 @@ describe('NATS refusing the credentials for a while', () => {
     await waitFor(() => receiver.received.some((delivery) => delivery.envelope.id === id), { timeoutMs: 20_000, message: `event ${id} delivered after the refusal` });
     expect((await hookline.api('GET', '/readyz', { key: null })).body).toEqual({ status: 'ready' });
   }, 60_000);
+
+  it('a creds file renewed on disk before its JWT expires is used at the reconnect: events go on being delivered', async () => {
+    cluster = await startNatsCluster('operator', 1);
+    dir = makeTempDir('hookline-nats-creds-');
+    const credsFile = join(dir.path, 'hookline.creds');
+    // Expires soon after the start: the server then drops the connection, and the reconnect must present the renewed file.
+    const expiresAt = Math.floor(Date.now() / 1000) + 6;
+    writeFileSync(credsFile, await cluster.credentials.issueCreds('short-lived', expiresAt));
+    const names = uniqueNatsNames();
+    stream = names.natsStream;
+    const hookline = await startTestHookline({ ...natsSettings(cluster.seeds, names), ...cluster.access(), natsCredsFile: credsFile });
+    const receiver = await startReceiver();
+    await configureReceiver(hookline, receiver);
+    writeFileSync(credsFile, await cluster.credentials.issueCreds('renewed'));
+
+    publisher = await cluster.connect();
+    await waitFor(() => Date.now() > (expiresAt + 1) * 1000, { timeoutMs: 15_000, message: 'the first JWT to expire' });
+    const id = `evt_creds_${names.natsDurable}`;
+    await publishUntilAcked(publisher, 'default', { id, type: 'service.trigger.event', data: { after: 'expiry' } }, names.natsSubjectPrefix, Date.now() + 10_000);
+    await waitFor(() => receiver.received.some((delivery) => delivery.envelope.id === id), { timeoutMs: 20_000, message: `event ${id} delivered after the JWT expired` });
+    expect((await hookline.api('GET', '/readyz', { key: null })).body).toEqual({ status: 'ready' });
+  }, 120_000);
 });
