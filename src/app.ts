@@ -4,6 +4,7 @@ import type { Logger as PinoLogger } from 'pino';
 import { Engine } from './actors/engine.js';
 import type { EngineOptions } from './actors/engine.js';
 import type { Settings } from './config/settings.js';
+import type { HooklineError } from './errors.js';
 import { buildHttpServer } from './http/server.js';
 import type { NodeReadiness } from './http/server.js';
 import { checkListenAddress, listenError } from './http/listen-address.js';
@@ -69,10 +70,11 @@ export async function startHookline(settings: Settings, options: StartOptions = 
 async function startSingleNode(settings: Settings, options: StartOptions, logger: PinoLogger): Promise<Hookline> {
   const embedded = new EmbeddedTransport();
   const transports = [embedded, ...(options.transports ?? [])];
+  const readiness = new Readiness();
   if (settings.natsUrl) {
     // Loaded only when NATS is configured: the NATS client is a tenth of a second of every start.
     const [{ NatsTransport }, { natsAccess }] = await Promise.all([import('./transport/nats.js'), import('./transport/nats-access.js')]);
-    const nats = new NatsTransport({ servers: settings.natsUrl, access: natsAccess(settings), replicas: settings.natsReplicas, stream: settings.natsStream, subjectPrefix: settings.natsSubjectPrefix, durable: settings.natsDurable, logger });
+    const nats = new NatsTransport({ servers: settings.natsUrl, access: natsAccess(settings), replicas: settings.natsReplicas, stream: settings.natsStream, subjectPrefix: settings.natsSubjectPrefix, durable: settings.natsDurable, logger, onConnectionClosed: (reason) => readiness.fail(reason) });
     await nats.connect();
     transports.push(nats);
   }
@@ -83,7 +85,6 @@ async function startSingleNode(settings: Settings, options: StartOptions, logger
     await Promise.allSettled(transports.map((transport) => transport.stop()));
     throw error;
   }
-  const readiness = new Readiness();
   const http = buildHttpServer({ engine, embedded, readiness: () => readiness.state }, { logger });
   return listen(engine, http, settings, readiness, async () => {});
 }
@@ -94,7 +95,8 @@ async function startSingleNode(settings: Settings, options: StartOptions, logger
  */
 async function startClusterNode(settings: Settings, options: StartOptions, logger: PinoLogger): Promise<Hookline> {
   const { ClusterNode } = await import('./cluster/cluster-node.js');
-  const cluster = new ClusterNode(settings, { nodeId: settings.nodeId, partitions: settings.partitions, leaseMs: settings.leaseMs }, logger);
+  const readiness = new Readiness();
+  const cluster = new ClusterNode(settings, { nodeId: settings.nodeId, partitions: settings.partitions, leaseMs: settings.leaseMs }, logger, (reason) => readiness.fail(reason));
   await cluster.connect();
   const embedded = new EmbeddedTransport();
   let engine: Engine;
@@ -105,7 +107,6 @@ async function startClusterNode(settings: Settings, options: StartOptions, logge
     throw error;
   }
   engine.store.replicator = cluster;
-  const readiness = new Readiness();
   const http = buildHttpServer({ engine, embedded, cluster, readiness: () => readiness.state }, { logger });
   try {
     await cluster.start(engine, (request) => answerForwarded(http, request, cluster.forwardToken));
@@ -118,9 +119,22 @@ async function startClusterNode(settings: Settings, options: StartOptions, logge
   return listen(engine, http, settings, readiness, () => cluster.stop());
 }
 
-/** Where a node is in its life, for `GET /readyz`: starting until it listens, draining once closing. */
+/**
+ * Whether a node takes traffic, for `GET /readyz`: starting until it listens, draining once closing.
+ * A node whose NATS connection ended for good runs on (HTTP, deliveries) but is `unavailable`, with
+ * the reason, until it is restarted: a load balancer and an operator both see it at once.
+ */
 class Readiness {
-  state: NodeReadiness = 'starting';
+  stage: 'starting' | 'ready' | 'draining' = 'starting';
+  private unavailable: string | null = null;
+
+  fail(reason: HooklineError): void {
+    this.unavailable ??= reason.message;
+  }
+
+  get state(): NodeReadiness {
+    return this.unavailable !== null && this.stage !== 'draining' ? { status: 'unavailable', reason: this.unavailable } : { status: this.stage };
+  }
 }
 
 /** Answers a call another node forwarded here, through this node's own routes (marked, so it is not forwarded again). */
@@ -145,11 +159,11 @@ async function listen(engine: Engine, http: FastifyInstance, settings: Settings,
     const url = await http.listen({ host: settings.host, port: settings.port }).catch((error: unknown) => {
       throw listenError(error, settings.host, settings.port);
     });
-    readiness.state = 'ready';
+    readiness.stage = 'ready';
     let closing: Promise<void> | null = null;
     const close = () =>
       (closing ??= (async () => {
-        readiness.state = 'draining';
+        readiness.stage = 'draining';
         await beforeStop();
         await engine.stop();
         await http.close();

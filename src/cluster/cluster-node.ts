@@ -86,6 +86,8 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
     private readonly settings: Settings,
     readonly cluster: ClusterSettings,
     private readonly logger: Logger,
+    /** Called once if the node's NATS connection ends for good while it runs (see `connectNats`). */
+    private readonly onNatsClosed: (reason: HooklineError) => void = () => {},
   ) {}
 
   get nodeId(): string {
@@ -117,7 +119,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
       // noAsyncTraces: otherwise every request (each changelog append, each pull) builds two errors
       // with a stack trace in case it fails, a tenth of a node's CPU in the profile of issue 12.
       const started = Date.now();
-      this.connection = await connectNats(natsAccess(this.settings), { name: `hookline-${this.nodeId}`, noAsyncTraces: true, logger: this.logger });
+      this.connection = await connectNats(natsAccess(this.settings), { name: `hookline-${this.nodeId}`, noAsyncTraces: true, logger: this.logger, onClosed: this.onNatsClosed });
       this.logger.info({ nodeId: this.nodeId, server: this.connection.getServer(), ms: Date.now() - started }, 'cluster: connected to NATS');
       const replicas = this.settings.natsReplicas;
       const tickMs = Math.max(100, Math.floor(this.cluster.leaseMs / 4));

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import { HooklineError } from '../errors.js';
+import { seedUrls } from '../transport/nats-access.js';
 import { SVIX_RETRY_SCHEDULE_MS, parseByteSize, parseDuration, parseRetrySchedule } from './duration.js';
 
 /** Entries a partition's changelog takes after its snapshot before the next is due, at the least. */
@@ -266,8 +267,10 @@ function checkNatsAuthSettings(env: z.infer<typeof environmentSchema>): void {
   };
   if (env.HOOKLINE_NATS_PASSWORD && !env.HOOKLINE_NATS_USER) fail('HOOKLINE_NATS_PASSWORD', 'needs HOOKLINE_NATS_USER: set the user the password belongs to');
   if (env.HOOKLINE_NATS_USER && !env.HOOKLINE_NATS_PASSWORD) fail('HOOKLINE_NATS_USER', 'needs HOOKLINE_NATS_PASSWORD: set the user\'s password');
-  const modes = (['HOOKLINE_NATS_USER', 'HOOKLINE_NATS_TOKEN', 'HOOKLINE_NATS_NKEY', 'HOOKLINE_NATS_CREDS'] as const).filter((name) => env[name]);
-  if (modes.length > 1) fail(modes[1]!, `cannot be combined with ${modes[0]}: NATS authenticates a client one way; keep the one your server expects`);
+  // Credentials in the URL (nats://user:pass@host, nats://token@host) are a mode too, listed first.
+  const urlCredentials = (env.HOOKLINE_NATS_URL ? seedUrls(env.HOOKLINE_NATS_URL) : []).some((seed) => seed.userInfo !== null);
+  const modes = [...(urlCredentials ? ['HOOKLINE_NATS_URL'] : []), ...(['HOOKLINE_NATS_USER', 'HOOKLINE_NATS_TOKEN', 'HOOKLINE_NATS_NKEY', 'HOOKLINE_NATS_CREDS'] as const).filter((name) => env[name])];
+  if (modes.length > 1) fail(modes[1]!, `cannot be combined with ${modes[0] === 'HOOKLINE_NATS_URL' ? 'the credentials in HOOKLINE_NATS_URL' : modes[0]}: NATS authenticates a client one way; keep the one your server expects`);
   if (Boolean(env.HOOKLINE_NATS_TLS_CERT) !== Boolean(env.HOOKLINE_NATS_TLS_KEY)) {
     fail(env.HOOKLINE_NATS_TLS_CERT ? 'HOOKLINE_NATS_TLS_CERT' : 'HOOKLINE_NATS_TLS_KEY', 'needs its pair: mutual TLS takes both HOOKLINE_NATS_TLS_CERT (the client certificate) and HOOKLINE_NATS_TLS_KEY (its private key)');
   }

@@ -197,7 +197,7 @@ export const OPERATIONS: readonly Operation[] = [
     method: 'get', path: '/readyz', operationId: 'getReadiness', auth: 'none', summary: 'Readiness: the node takes traffic',
     answers: {
       200: { description: 'Ready: send it traffic.', json: 'Ready' },
-      503: { description: 'Starting or draining: send traffic elsewhere.', json: 'NotReady', headers: retryAfter },
+      503: { description: 'Starting, draining or unavailable: send traffic elsewhere.', json: 'NotReady', headers: retryAfter },
     },
   },
   {

@@ -147,7 +147,12 @@ export const healthResponse = z
 
 export const readyResponse = z.strictObject({ status: z.literal('ready') });
 
-export const notReadyResponse = z.strictObject({ status: z.enum(['starting', 'draining']) }).describe('`starting` until the node listens, `draining` once it is shutting down.');
+export const notReadyResponse = z
+  .strictObject({
+    status: z.enum(['starting', 'draining', 'unavailable']),
+    reason: z.string().optional().describe('With `unavailable`: what stopped the node and what to fix.'),
+  })
+  .describe('`starting` until the node listens, `draining` once it is shutting down, `unavailable` while it runs but cannot do its job (its NATS connection ended for good: restart it once the cause is fixed).');
 
 export type WebhookConfigResponse = z.output<typeof webhookConfigResponse>;
 export type WebhookSecretResponse = z.output<typeof webhookSecretResponse>;

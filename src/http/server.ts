@@ -29,13 +29,16 @@ export interface ClusterRouting {
   status(): { nodeId: string; partitions: number[]; partitionCount: number };
 }
 
-/** Where a node is in its life: `GET /readyz` answers 200 only when `ready`. */
-export type NodeReadiness = 'starting' | 'ready' | 'draining';
+/**
+ * Whether a node takes traffic, for `GET /readyz` (200 only when `ready`): where it is in its life,
+ * or `unavailable` with why, when it runs but cannot do its job (its NATS connection ended for good).
+ */
+export type NodeReadiness = { status: 'starting' | 'ready' | 'draining' } | { status: 'unavailable'; reason: string };
 
 export interface HttpDeps {
   engine: Engine;
   embedded: EmbeddedTransport;
-  /** @default always `ready` (an API built around an engine that is already running) */
+  /** @default always `{ status: 'ready' }` (an API built around an engine that is already running) */
   readiness?: () => NodeReadiness;
   /** @default none (single node: every project is served here) */
   cluster?: ClusterRouting;

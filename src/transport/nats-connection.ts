@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { connect as netConnect, isIP } from 'node:net';
 import { connect as tlsConnect, createSecureContext } from 'node:tls';
 import { connect, credsAuthenticator, nkeyAuthenticator, nkeys } from '@nats-io/transport-node';
-import type { ConnectionOptions, NatsConnection, TlsOptions } from '@nats-io/transport-node';
+import type { Authenticator, ConnectionOptions, NatsConnection, TlsOptions } from '@nats-io/transport-node';
 import { z } from 'zod';
 import type { Logger } from '../actors/project-actor.js';
 import { HooklineError } from '../errors.js';
@@ -100,17 +100,38 @@ function pemFile(setting: string, path: string): string {
 }
 
 /**
+ * The creds file's authenticator, reading the file again at each (re)connect: credentials renewed on
+ * disk (a JWT about to expire) are used without a restart. A file that cannot be used then is logged
+ * once and the last good one is sent: throwing into nats.js would close the connection for good.
+ */
+function credsFileAuthenticator(path: string, now: number, logger: Pick<Logger, 'warn'> | undefined): Authenticator {
+  let lastGood = readCreds(path, now);
+  let reported: string | null = null;
+  return credsAuthenticator(() => {
+    try {
+      lastGood = readCreds(path, Date.now());
+      reported = null;
+    } catch (error) {
+      const problem = (error as Error).message;
+      if (problem !== reported) logger?.warn({ setting: 'HOOKLINE_NATS_CREDS' }, `${problem} (sending the creds read before meanwhile)`);
+      reported = problem;
+    }
+    return lastGood;
+  });
+}
+
+/**
  * nats.js connect options for `access`: servers, authentication and TLS; `extra` adds the caller's
  * own (name, reconnect policy). Throws a `HOOKLINE_ERR_CONFIG` naming the setting when a file it
- * names cannot be used.
+ * names cannot be used; `logger` hears of a creds file that cannot be read again at a reconnect.
  */
-export function natsConnectOptions(access: NatsAccess, extra: Partial<ConnectionOptions> = {}, now = Date.now()): ConnectionOptions {
+export function natsConnectOptions(access: NatsAccess, extra: Partial<ConnectionOptions> = {}, now = Date.now(), logger?: Pick<Logger, 'warn'>): ConnectionOptions {
   const seeds = seedUrls(access.natsUrl);
   // nats.js gives each seed the whole timeout in turn: several silent seeds would take too long to fail.
   const timeout = Math.max(MIN_SEED_TIMEOUT_MS, Math.floor(NATS_CONNECT_TIMEOUT_MS / seeds.length));
   const options: ConnectionOptions = { servers: seeds.map((seed) => seed.server), timeout, ...extra };
   const mode = natsAuthMode(access);
-  if (mode === 'creds') options.authenticator = credsAuthenticator(readCreds(access.natsCredsFile!, now));
+  if (mode === 'creds') options.authenticator = credsFileAuthenticator(access.natsCredsFile!, now, logger);
   else if (mode === 'nkey') options.authenticator = nkeyAuthenticator(readNkeySeed(access.natsNkeyFile!));
   else if (mode === 'token') options.token = access.natsToken!;
   else if (mode === 'user') Object.assign(options, { user: access.natsUser!, pass: access.natsPassword ?? '' });
@@ -131,8 +152,16 @@ const FIRST_CONNECT_DEADLINE_MS = NATS_CONNECT_TIMEOUT_MS + 2_000;
 const MIN_SEED_TIMEOUT_MS = 2_000;
 
 export interface ConnectNatsOptions extends Partial<ConnectionOptions> {
-  /** Where losing and regaining the connection is reported, once each time. @default none */
-  logger?: Pick<Logger, 'info' | 'warn'>;
+  /**
+   * Where losing and regaining the connection is reported, once each time, with what the server
+   * refused meanwhile (credentials, permissions) and, as an error, the connection's end. @default none
+   */
+  logger?: Pick<Logger, 'info' | 'warn' | 'error'>;
+  /**
+   * Called once if the connection ends for good although nobody closed it (nats.js gave up), with
+   * the line naming what to fix; the owner stops claiming to be ready. @default none
+   */
+  onClosed?: (reason: HooklineError) => void;
 }
 
 /**
@@ -140,8 +169,10 @@ export interface ConnectNatsOptions extends Partial<ConnectionOptions> {
  * announces. A failure to connect is one `HOOKLINE_ERR_NATS_UNAVAILABLE` (or `HOOKLINE_ERR_CONFIG`)
  * line naming the setting to check (src/transport/nats-start-error.ts).
  */
-export async function connectNats(access: NatsAccess, { logger, ...extra }: ConnectNatsOptions = {}): Promise<NatsConnection> {
-  const options = natsConnectOptions(access, { reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250, ...extra });
+export async function connectNats(access: NatsAccess, { logger, onClosed, ...extra }: ConnectNatsOptions = {}): Promise<NatsConnection> {
+  // ignoreAuthErrorAbort: otherwise two refusals in a row (a server restarted with another
+  // authorization config for a few seconds, a JWT that expired) end the connection for good.
+  const options = natsConnectOptions(access, { reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250, ignoreAuthErrorAbort: true, ...extra }, Date.now(), logger);
   let connection: NatsConnection;
   const pending = connect(options);
   let timer: NodeJS.Timeout | undefined;
@@ -154,15 +185,30 @@ export async function connectNats(access: NatsAccess, { logger, ...extra }: Conn
     connection = await Promise.race([pending, deadline]);
   } catch (error) {
     pending.then((late) => late.close(), () => {}).catch(() => {});
+    const startError = natsStartError(access, error);
     // A server that wants a client certificate refuses one missing only after a TLS 1.3 handshake,
-    // which nats.js sees as a silent server (a timeout); a probe of our own hears the refusal.
-    const refusal = options.tls && /timeout/i.test(String((error as Error).message)) ? await tlsRefusal(seedUrls(access.natsUrl)[0]!.server, options.tls) : null;
-    throw natsStartError(access, refusal ?? error);
+    // which nats.js sees as a silent server (a timeout); with several seeds it reports whichever it
+    // tried last (a dead one). A probe of every seed hears the refusal, which says more than either.
+    const blamesUrl = startError.details[0]?.path === 'HOOKLINE_NATS_URL';
+    const refusal = options.tls && blamesUrl ? await firstTlsRefusal(seedUrls(access.natsUrl).map((seed) => seed.server), options.tls) : null;
+    throw refusal ? natsStartError(access, refusal) : startError;
   } finally {
     clearTimeout(timer);
   }
-  if (logger) void reportConnectionChanges(connection, logger);
+  if (logger) void reportConnectionChanges(connection, access, logger);
+  void connection.closed().then((error) => {
+    if (!error) return;
+    const reason = natsConnectionClosed(access, error);
+    logger?.error({ err: error }, reason.message);
+    onClosed?.(reason);
+  });
   return connection;
+}
+
+/** The first TLS refusal, in seed order, of the seeds that accept a connection (probed at once). */
+async function firstTlsRefusal(servers: string[], tls: TlsOptions): Promise<Error | null> {
+  const refusals = await Promise.all(servers.map((server) => tlsRefusal(server, tls)));
+  return refusals.find((refusal) => refusal !== null) ?? null;
 }
 
 /** How long the TLS probe waits for a refusal after its handshake. */
@@ -188,23 +234,39 @@ function tlsRefusal(server: string, tls: TlsOptions): Promise<Error | null> {
     raw.once('error', () => done(null));
     raw.once('data', () => {
       const secure = tlsConnect({ socket: raw, servername: isIP(host) ? undefined : host, ca: tls.ca, cert: tls.cert, key: tls.key });
-      secure.once('error', (error) => done(error));
+      // Only TLS's own errors: a reset says nothing the seed's other failures did not.
+      secure.once('error', (error: NodeJS.ErrnoException) => done(/ssl|tls|certificate|alert|handshake/i.test(`${error.code ?? ''} ${error.message}`) ? error : null));
       secure.once('secureConnect', () => setTimeout(() => done(null), TLS_PROBE_MS));
       secure.resume();
     });
   });
 }
 
-/** One line when the connection drops and one when it is back (with the server it reached). */
-async function reportConnectionChanges(connection: NatsConnection, logger: Pick<Logger, 'info' | 'warn'>): Promise<void> {
+/**
+ * One line when the connection drops, one for each new thing a server refuses meanwhile (the
+ * setting to check, worded as at start), and one when it is back (with the server it reached).
+ */
+async function reportConnectionChanges(connection: NatsConnection, access: NatsAccess, logger: Pick<Logger, 'info' | 'warn'>): Promise<void> {
   let down = false;
+  let refused: string | null = null;
   for await (const status of connection.status()) {
     if (status.type === 'disconnect' && !down) {
       down = true;
       logger.warn({ server: status.server }, 'NATS connection lost; reconnecting to any seed or cluster server');
     } else if (status.type === 'reconnect') {
       down = false;
+      refused = null;
       logger.info({ server: status.server }, 'NATS connection restored');
+    } else if (status.type === 'error') {
+      const line = natsStartError(access, status.error).message;
+      if (line !== refused) logger.warn({ err: status.error }, `NATS server refused: ${line}; still reconnecting`);
+      refused = line;
     }
   }
+}
+
+/** The error for a connection nats.js gave up on: what to fix, as a start would say it, and that ingest stopped. */
+export function natsConnectionClosed(access: NatsAccess, error: unknown): HooklineError {
+  const cause = natsStartError(access, error);
+  return new HooklineError('HOOKLINE_ERR_NATS_UNAVAILABLE', `NATS connection closed for good, NATS ingest has stopped: ${cause.message}; then restart Hookline`, { cause: error, details: cause.details });
 }

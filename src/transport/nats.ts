@@ -4,6 +4,7 @@ import { nanos } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../actors/project-actor.js';
 import { isHooklineError } from '../errors.js';
+import type { HooklineError } from '../errors.js';
 import { eventInputSchema } from './event-input.js';
 import type { EventInput } from './event-input.js';
 import type { NatsAccess } from './nats-access.js';
@@ -66,7 +67,12 @@ export interface NatsTransportOptions {
   /** Window in which JetStream drops a repeated `Nats-Msg-Id`. @default 120000 */
   duplicateWindowMs?: number;
   /** Where consumer interruptions and recoveries are reported. @default none */
-  logger?: Pick<Logger, 'info' | 'warn'>;
+  logger?: Pick<Logger, 'info' | 'warn' | 'error'>;
+  /**
+   * Called once if the transport's own connection ends for good while it runs, with what to fix
+   * (the consumer stops with it); a shared `connection` is its owner's to watch. @default none
+   */
+  onConnectionClosed?: (reason: HooklineError) => void;
   /**
    * Verdicts on events go to `<verdictPrefix>.<event id>` (src/transport/verdict.ts); a cluster node,
    * whose subjectPrefix carries the partition, passes the one of the cluster's prefix.
@@ -149,7 +155,8 @@ export class NatsTransport implements InboundTransport {
     try {
       // noAsyncTraces: otherwise every request (each pull) builds two errors with a stack trace, in
       // case it fails; in a cluster node's profile that was a tenth of its CPU.
-      connection ??= await connectNats(this.access(), { name: 'hookline', noAsyncTraces: true, ...(this.options.logger ? { logger: this.options.logger } : {}) });
+      const { logger, onConnectionClosed } = this.options;
+      connection ??= await connectNats(this.access(), { name: 'hookline', noAsyncTraces: true, ...(logger ? { logger } : {}), ...(onConnectionClosed ? { onClosed: onConnectionClosed } : {}) });
       await this.ensureStreamAndConsumer(connection);
     } catch (error) {
       if (!shared) await connection?.close().catch(() => {});
@@ -224,6 +231,7 @@ export class NatsTransport implements InboundTransport {
         if (!this.stopping) this.options.logger?.warn({ err: error, stream: this.stream, durable: this.durable }, 'JetStream consumer stopped; consuming again');
       }
       messages = null;
+      // Nothing more to consume: the connection's end was logged, and reported to its owner, by connectNats.
       if (connection.isClosed()) return;
       await this.pause(250);
     }

@@ -41,6 +41,8 @@ export interface NatsClusterCredentials {
   credsFile: string;
   /** A .creds file of a user whose JWT expired an hour ago (operator profile). */
   expiredCredsFile: string;
+  /** The text of a new .creds file for a user of the account, expiring at `exp` (Unix seconds) if given (operator profile). */
+  issueCreds(name: string, exp?: number): Promise<string>;
 }
 
 export interface NatsClusterPki {
@@ -105,18 +107,20 @@ function makePki(dir: string): NatsClusterPki {
 const decoder = new TextDecoder();
 
 /** The operator profile's server config lines, and creds files for a user (and an expired one). */
-async function makeOperator(dir: string): Promise<{ config: string; credsFile: string; expiredCredsFile: string }> {
+async function makeOperator(dir: string): Promise<{ config: string; credsFile: string; expiredCredsFile: string; issueCreds: NatsClusterCredentials['issueCreds'] }> {
   const operator = createOperator();
   const system = createAccount();
   const account = createAccount();
   const operatorJwt = await encodeOperator('hookline-test-operator', operator, { system_account: system.getPublicKey() });
   const systemJwt = await encodeAccount('SYS', system, {}, { signer: operator });
   const accountJwt = await encodeAccount('HOOKLINE', account, { limits: { ...defaultNatsLimits(), conn: -1, leaf: -1, imports: -1, exports: -1, wildcards: true, mem_storage: -1, disk_storage: -1, streams: -1, consumer: -1 } }, { signer: operator });
-  const creds = async (name: string, exp?: number) => {
+  const issueCreds = async (name: string, exp?: number) => {
     const user = createUser();
-    const jwt = await encodeUser(name, user, account, {}, exp !== undefined ? { exp } : {});
+    return decoder.decode(fmtCreds(await encodeUser(name, user, account, {}, exp !== undefined ? { exp } : {}), user));
+  };
+  const creds = async (name: string, exp?: number) => {
     const path = join(dir, `${name}.creds`);
-    writeFileSync(path, fmtCreds(jwt, user));
+    writeFileSync(path, await issueCreds(name, exp));
     return path;
   };
   writeFileSync(join(dir, 'operator.jwt'), operatorJwt);
@@ -126,7 +130,7 @@ async function makeOperator(dir: string): Promise<{ config: string; credsFile: s
     'resolver: MEMORY',
     `resolver_preload: { ${system.getPublicKey()}: "${systemJwt}", ${account.getPublicKey()}: "${accountJwt}" }`,
   ].join('\n');
-  return { config, credsFile: await creds('hookline'), expiredCredsFile: await creds('expired', Math.floor(Date.now() / 1000) - 3600) };
+  return { config, credsFile: await creds('hookline'), expiredCredsFile: await creds('expired', Math.floor(Date.now() / 1000) - 3600), issueCreds };
 }
 
 export async function startNatsCluster(auth: NatsClusterAuth, size = 3): Promise<TestNatsCluster> {
@@ -135,7 +139,7 @@ export async function startNatsCluster(auth: NatsClusterAuth, size = 3): Promise
   const nkeyUser = createUser();
   const nkeyFile = join(dir.path, 'user.nk');
   writeFileSync(nkeyFile, `${decoder.decode(nkeyUser.getSeed())}\n`);
-  const credentials: NatsClusterCredentials = { user: 'hookline', password: randomBytes(9).toString('base64url'), token: randomBytes(12).toString('hex'), nkeyFile, credsFile: '', expiredCredsFile: '' };
+  const credentials: NatsClusterCredentials = { user: 'hookline', password: randomBytes(9).toString('base64url'), token: randomBytes(12).toString('hex'), nkeyFile, credsFile: '', expiredCredsFile: '', issueCreds: () => Promise.reject(new Error('creds are issued in the operator profile only')) };
   let authConfig: string;
   if (auth === 'users') {
     authConfig = `authorization { users: [ { user: "${credentials.user}", password: "${credentials.password}" }, { nkey: "${nkeyUser.getPublicKey()}" } ] }`;
@@ -146,6 +150,7 @@ export async function startNatsCluster(auth: NatsClusterAuth, size = 3): Promise
     authConfig = operator.config;
     credentials.credsFile = operator.credsFile;
     credentials.expiredCredsFile = operator.expiredCredsFile;
+    credentials.issueCreds = operator.issueCreds;
   }
   const ports = await Promise.all(Array.from({ length: size }, async () => ({ client: await freePort(), route: await freePort() })));
   const members: NatsClusterMember[] = ports.map(({ client, route }, index) => {

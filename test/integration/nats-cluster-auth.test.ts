@@ -144,6 +144,13 @@ describe('users and mutual TLS', { timeout: 90_000 }, () => {
     expectOneLineFailure(result, /^hookline serve: HOOKLINE_NATS_URL=tls:\/\/127\.0\.0\.1:\d+,.*: the TLS handshake failed .*set HOOKLINE_NATS_TLS_CERT and HOOKLINE_NATS_TLS_KEY/);
   });
 
+  it('no client certificate, with a dead seed listed first: the certificate hint, not the dead seed', async () => {
+    const { HOOKLINE_NATS_TLS_CERT: _cert, HOOKLINE_NATS_TLS_KEY: _key, ...settings } = cluster().hooklineSettings();
+    const dead = await freePort();
+    const result = await failedStart({ ...settings, HOOKLINE_NATS_URL: `tls://127.0.0.1:${dead},${cluster().members[0]!.url}` });
+    expectOneLineFailure(result, /^hookline serve: HOOKLINE_NATS_URL=tls:\/\/127\.0\.0\.1:\d+,tls:\/\/127\.0\.0\.1:\d+: the TLS handshake failed .*set HOOKLINE_NATS_TLS_CERT and HOOKLINE_NATS_TLS_KEY/);
+  });
+
   it('a CA that did not sign the servers, and no CA at all', async () => {
     const other = cluster().pki.otherCa;
     expectOneLineFailure(await failedStart({ ...cluster().hooklineSettings(), HOOKLINE_NATS_TLS_CA: other }), new RegExp(`^hookline serve: HOOKLINE_NATS_TLS_CA=${other}: the server's certificate is not signed by this CA`));

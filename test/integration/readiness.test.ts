@@ -45,11 +45,22 @@ describe('liveness and readiness', () => {
 
   it('a node still starting answers 503 starting on /readyz', async () => {
     const hookline = await startTestHookline();
-    const starting = buildHttpServer({ engine: hookline.node.engine, embedded: undefined as never, readiness: () => 'starting' });
+    const starting = buildHttpServer({ engine: hookline.node.engine, embedded: undefined as never, readiness: () => ({ status: 'starting' }) });
     const answer = await starting.inject({ method: 'GET', url: '/readyz' });
     expect(answer.statusCode).toBe(503);
     expect(answer.json()).toEqual({ status: 'starting' });
     expect(Number(answer.headers['retry-after'])).toBeGreaterThan(0);
     await starting.close();
+  });
+
+  it('a node whose NATS connection ended for good answers 503 unavailable on /readyz, with the reason', async () => {
+    const hookline = await startTestHookline();
+    const reason = 'NATS connection closed for good, NATS ingest has stopped: HOOKLINE_NATS_TOKEN=***: the server refused the token';
+    const unavailable = buildHttpServer({ engine: hookline.node.engine, embedded: undefined as never, readiness: () => ({ status: 'unavailable', reason }) });
+    const answer = await unavailable.inject({ method: 'GET', url: '/readyz' });
+    expect(answer.statusCode).toBe(503);
+    expect(answer.json()).toEqual({ status: 'unavailable', reason });
+    expect(Number(answer.headers['retry-after'])).toBeGreaterThan(0);
+    await unavailable.close();
   });
 });

@@ -52,6 +52,16 @@ describe('settings in plain words', () => {
   });
 });
 
+describe('NATS authentication modes', () => {
+  it('credentials in HOOKLINE_NATS_URL count as a mode: with another one the start stops, naming both and printing no secret', () => {
+    const withToken = failure({ HOOKLINE_NATS_URL: 'nats://app:s3cret@127.0.0.1:4222', HOOKLINE_NATS_TOKEN: 'tok123' });
+    expect(withToken).toBe('HOOKLINE_NATS_TOKEN cannot be combined with the credentials in HOOKLINE_NATS_URL: NATS authenticates a client one way; keep the one your server expects');
+    expect(failure({ HOOKLINE_NATS_URL: 'nats://127.0.0.1:4222,nats://t0ken@127.0.0.1:4223', HOOKLINE_NATS_CREDS: '/x.creds' })).toMatch(/^HOOKLINE_NATS_CREDS cannot be combined with the credentials in HOOKLINE_NATS_URL/);
+    expect(settingsFromEnvironment({ HOOKLINE_NATS_URL: 'nats://app:s3cret@127.0.0.1:4222' }).natsUrl).toBe('nats://app:s3cret@127.0.0.1:4222');
+    expect(settingsFromEnvironment({ HOOKLINE_NATS_URL: 'nats://127.0.0.1:4222', HOOKLINE_NATS_TOKEN: 'tok123' }).natsToken).toBe('tok123');
+  });
+});
+
 describe('unknown HOOKLINE_* variables', () => {
   it('warns about each with the closest known name', () => {
     expect(unknownSettingWarnings({ HOOKLINE_PROT: '9090', HOOKLINE_DATADIR: '/x', HOOKLINE_PORT: '1', PATH: '/bin' })).toEqual([

@@ -8,9 +8,9 @@ export function registerOpsRoutes(app: FastifyInstance, { engine, cluster, readi
   app.get('/healthz', async () => (cluster ? { status: 'ok', cluster: cluster.status() } : { status: 'ok' }));
   // Readiness: whether to send this node traffic. A load balancer drops a draining node on the 503.
   app.get('/readyz', async (_request, reply) => {
-    const state = readiness?.() ?? 'ready';
-    if (state !== 'ready') reply.status(503).header('retry-after', String(DEFAULT_RETRY_AFTER_SECONDS));
-    return { status: state };
+    const state = readiness?.() ?? { status: 'ready' };
+    if (state.status !== 'ready') reply.status(503).header('retry-after', String(DEFAULT_RETRY_AFTER_SECONDS));
+    return state;
   });
   app.get('/metrics', async (_request, reply) => {
     reply.header('content-type', engine.metrics.registry.contentType);
