@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import { HooklineError } from '../errors.js';
-import { seedUrls } from '../transport/nats-access.js';
+import { seedUrls } from '../transport/nats-seeds.js';
 import { SVIX_RETRY_SCHEDULE_MS, parseByteSize, parseDuration, parseRetrySchedule } from './duration.js';
 
 /** Entries a partition's changelog takes after its snapshot before the next is due, at the least. */

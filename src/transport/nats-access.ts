@@ -1,4 +1,5 @@
 import type { Settings } from '../config/settings.js';
+import { seedUrls } from './nats-seeds.js';
 
 /**
  * What reaching NATS takes, named as the settings name it: the seed URLs, how the client
@@ -25,36 +26,6 @@ export function natsAuthMode(access: NatsAccess): NatsAuthMode {
   if (access.natsToken) return 'token';
   if (access.natsUser) return 'user';
   return seedUrls(access.natsUrl).some((url) => url.userInfo !== null) ? 'url' : 'none';
-}
-
-export interface SeedUrl {
-  /** `host:port` as nats.js dials it, with the scheme kept (nats.js strips it). */
-  server: string;
-  /** `user:password` or a token, URL-decoded; null when the URL carries none. */
-  userInfo: string | null;
-  tls: boolean;
-}
-
-/** The comma-separated seed URLs, each split into what nats.js dials and what it would ignore. */
-export function seedUrls(natsUrl: string): SeedUrl[] {
-  return natsUrl
-    .split(',')
-    .map((url) => url.trim())
-    .filter((url) => url !== '')
-    .map((url) => {
-      const match = /^(?:([a-z]+):\/\/)?(?:([^@/]*)@)?(.*)$/i.exec(url)!;
-      const [, scheme, userInfo, rest] = match;
-      return { server: scheme ? `${scheme}://${rest}` : rest!, userInfo: userInfo === undefined ? null : decoded(userInfo), tls: scheme?.toLowerCase() === 'tls' };
-    });
-}
-
-/** Percent-decoded, or as written when it is not valid percent-encoding (a literal `%` in a password). */
-function decoded(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
 }
 
 /** HOOKLINE_NATS_URL as it may be printed: a password, or a lone user part (a NATS token), masked. */

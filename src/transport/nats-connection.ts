@@ -6,7 +6,8 @@ import type { Authenticator, ConnectionOptions, NatsConnection, TlsOptions } fro
 import { z } from 'zod';
 import type { Logger } from '../actors/project-actor.js';
 import { HooklineError } from '../errors.js';
-import { natsAuthMode, seedUrls } from './nats-access.js';
+import { natsAuthMode } from './nats-access.js';
+import { seedUrls } from './nats-seeds.js';
 import type { NatsAccess } from './nats-access.js';
 import { NATS_CONNECT_TIMEOUT_MS, natsStartError } from './nats-start-error.js';
 
@@ -170,9 +171,7 @@ export interface ConnectNatsOptions extends Partial<ConnectionOptions> {
  * line naming the setting to check (src/transport/nats-start-error.ts).
  */
 export async function connectNats(access: NatsAccess, { logger, onClosed, ...extra }: ConnectNatsOptions = {}): Promise<NatsConnection> {
-  // ignoreAuthErrorAbort: otherwise two refusals in a row (a server restarted with another
-  // authorization config for a few seconds, a JWT that expired) end the connection for good.
-  const options = natsConnectOptions(access, { reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250, ignoreAuthErrorAbort: true, ...extra }, Date.now(), logger);
+  const options = natsConnectOptions(access, { reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250, ...extra }, Date.now(), logger);
   let connection: NatsConnection;
   const pending = connect(options);
   let timer: NodeJS.Timeout | undefined;
@@ -195,6 +194,7 @@ export async function connectNats(access: NatsAccess, { logger, onClosed, ...ext
   } finally {
     clearTimeout(timer);
   }
+  keepReconnectingThroughRefusals(connection);
   if (logger) void reportConnectionChanges(connection, access, logger);
   void connection.closed().then((error) => {
     if (!error) return;
@@ -203,6 +203,19 @@ export async function connectNats(access: NatsAccess, { logger, onClosed, ...ext
     onClosed?.(reason);
   });
   return connection;
+}
+
+/**
+ * Refused credentials end the first connect (a wrong token is a start error, said in one line; with
+ * them ignored, nats.js dialled the cluster's servers until the start's deadline). Once connected,
+ * they must not end the connection: nats.js gives up after two refusals in a row unless
+ * `ignoreAuthErrorAbort`, and a server restarted with another authorization config for a few
+ * seconds, or a JWT that expired, would stop the node's NATS work for good. nats.js reads the option
+ * when a refusal comes, from the options object the connection keeps (test/integration/nats-auth-recovery.test.ts).
+ */
+function keepReconnectingThroughRefusals(connection: NatsConnection): void {
+  const kept = (connection as unknown as { options?: ConnectionOptions }).options;
+  if (kept) kept.ignoreAuthErrorAbort = true;
 }
 
 /** The first TLS refusal, in seed order, of the seeds that accept a connection (probed at once). */

@@ -1,0 +1,34 @@
+/**
+ * HOOKLINE_NATS_URL split into its seeds. Imports nothing, so that the settings can check the
+ * credentials a URL carries without an import cycle through the NATS access module.
+ */
+
+export interface SeedUrl {
+  /** `host:port` as nats.js dials it, with the scheme kept (nats.js strips it). */
+  server: string;
+  /** `user:password` or a token, URL-decoded; null when the URL carries none. */
+  userInfo: string | null;
+  tls: boolean;
+}
+
+/** The comma-separated seed URLs, each split into what nats.js dials and what it would ignore. */
+export function seedUrls(natsUrl: string): SeedUrl[] {
+  return natsUrl
+    .split(',')
+    .map((url) => url.trim())
+    .filter((url) => url !== '')
+    .map((url) => {
+      const match = /^(?:([a-z]+):\/\/)?(?:([^@/]*)@)?(.*)$/i.exec(url)!;
+      const [, scheme, userInfo, rest] = match;
+      return { server: scheme ? `${scheme}://${rest}` : rest!, userInfo: userInfo === undefined ? null : decoded(userInfo), tls: scheme?.toLowerCase() === 'tls' };
+    });
+}
+
+/** Percent-decoded, or as written when it is not valid percent-encoding (a literal `%` in a password). */
+function decoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
