@@ -70,6 +70,15 @@ function toHooklineError(error: unknown): HooklineError {
   return new HooklineError('HOOKLINE_ERR_INTERNAL', 'internal error; the server log has the details', { cause: error });
 }
 
+/**
+ * Whether the answer leaves the explanation to the server log: an unexpected failure (its answer says
+ * "the server log has the details", whatever `retryable` says), or a 5xx that waiting will not fix.
+ * A 503 the client is told to retry is its own explanation.
+ */
+function needsServerLog(error: HooklineError): boolean {
+  return error.code === 'HOOKLINE_ERR_INTERNAL' || (error.status >= 500 && !error.retryable);
+}
+
 function bearerToken(request: FastifyRequest): string | null {
   const header = request.headers.authorization;
   if (typeof header !== 'string') return null;
@@ -104,7 +113,7 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
 
   app.setErrorHandler((error, request, reply) => {
     const hooklineError = toHooklineError(error);
-    if (hooklineError.status >= 500 && !hooklineError.retryable) request.log.error({ err: error }, hooklineError.message);
+    if (needsServerLog(hooklineError)) request.log.error({ err: error }, hooklineError.message);
     const retryAfterSeconds = hooklineError.retryAfterSeconds ?? (hooklineError.status === 503 ? DEFAULT_RETRY_AFTER_SECONDS : undefined);
     if (retryAfterSeconds !== undefined) reply.header('retry-after', String(retryAfterSeconds));
     reply.status(hooklineError.status).send(hooklineError.toJSON());
