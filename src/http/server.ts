@@ -5,6 +5,7 @@ import { DEFAULT_RETRY_AFTER_SECONDS, HooklineError, isHooklineError } from '../
 import { FORWARDED_HEADER } from '../cluster/rpc.js';
 import type { ForwardedReply, ForwardedRequest } from '../cluster/rpc.js';
 import type { EmbeddedTransport } from '../transport/embedded.js';
+import { noRouteError } from './no-route.js';
 import { ProjectRateLimiter } from './rate-limit.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerDeliveryRoutes } from './routes/deliveries.js';
@@ -112,14 +113,18 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
   app.removeContentTypeParser(['text/plain']);
 
   app.setErrorHandler((error, request, reply) => {
-    const hooklineError = toHooklineError(error);
+    // An unknown route reads its body before the not-found handler runs: whatever the body, no such route.
+    const hooklineError = request.is404 ? noRouteError(request) : toHooklineError(error);
     if (needsServerLog(hooklineError)) request.log.error({ err: error }, hooklineError.message);
     const retryAfterSeconds = hooklineError.retryAfterSeconds ?? (hooklineError.status === 503 ? DEFAULT_RETRY_AFTER_SECONDS : undefined);
     if (retryAfterSeconds !== undefined) reply.header('retry-after', String(retryAfterSeconds));
+    // Refused before its body arrived (a 401 or 404 on request): close rather than keep a socket that
+    // is still receiving a body nobody reads; left open, it also held up a graceful shutdown.
+    if (!request.raw.complete) reply.header('connection', 'close');
     reply.status(hooklineError.status).send(hooklineError.toJSON());
   });
   app.setNotFoundHandler((request, reply) => {
-    reply.status(404).send(new HooklineError('HOOKLINE_ERR_NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`).toJSON());
+    reply.status(404).send(noRouteError(request).toJSON());
   });
 
   const rateLimiter = new ProjectRateLimiter(deps.engine.settings.rateLimit);

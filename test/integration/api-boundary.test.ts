@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { describe, expect, it, vi } from 'vitest';
-import { startTestHookline } from '../helpers/hookline.js';
+import { ADMIN_KEY, API_KEY, startTestHookline } from '../helpers/hookline.js';
 
 /**
  * The HTTP boundary: what a request gets before or around its route (the log of unexpected
@@ -27,5 +27,40 @@ describe('unexpected failures', () => {
     const errors = lines.filter((line) => line.level >= 50);
     expect(errors).toHaveLength(1);
     expect(errors[0]).toMatchObject({ level: 50, reqId: expect.any(String), err: { message: 'the disk is on fire' } });
+  });
+});
+
+/** Bodies a route would refuse once read: each must lose to the key check or to the missing route. */
+const BAD_BODIES = [
+  ['malformed JSON', { body: '{bad' }],
+  ['text/plain', { body: 'hello', headers: { 'content-type': 'text/plain' } }],
+  ['a body over 256 KB', { body: `{"name":"${'x'.repeat(300 * 1024)}"}` }],
+] as const;
+
+describe('keys and routes are checked before the body', () => {
+  it.each(BAD_BODIES)('admin route, HOOKLINE_ADMIN_KEY unset, %s: 404 not_found', async (_name, request) => {
+    const hookline = await startTestHookline();
+    expectError(await hookline.api('POST', '/admin/v1/projects', { ...request, key: null }), 404, 'not_found');
+  });
+
+  it.each(BAD_BODIES)('admin route, no key or a wrong key, %s: 401 unauthorized', async (_name, request) => {
+    const hookline = await startTestHookline({ adminKey: ADMIN_KEY });
+    expectError(await hookline.api('POST', '/admin/v1/projects', { ...request, key: null }), 401, 'unauthorized');
+    expectError(await hookline.api('POST', '/admin/v1/projects', { ...request, key: API_KEY }), 401, 'unauthorized');
+  });
+
+  it.each(BAD_BODIES)('project route, no key, %s: 401 unauthorized', async (_name, request) => {
+    const hookline = await startTestHookline();
+    expectError(await hookline.api('POST', '/v1/events', { ...request, key: null }), 401, 'unauthorized');
+    expectError(await hookline.api('PUT', '/v1/webhook', { ...request, key: 'wrong' }), 401, 'unauthorized');
+  });
+
+  it.each(BAD_BODIES)('unknown route, %s: 404 not_found, with or without a key', async (_name, request) => {
+    const hookline = await startTestHookline();
+    for (const key of [null, API_KEY]) {
+      expectError(await hookline.api('POST', '/v1/nope', { ...request, key }), 404, 'not_found');
+      expectError(await hookline.api('DELETE', '/v1/webhook', { ...request, key }), 404, 'not_found');
+      expectError(await hookline.api('POST', '/nope', { ...request, key }), 404, 'not_found');
+    }
   });
 });
