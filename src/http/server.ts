@@ -7,6 +7,7 @@ import type { ForwardedReply, ForwardedRequest } from '../cluster/rpc.js';
 import type { EmbeddedTransport } from '../transport/embedded.js';
 import { noRouteError } from './no-route.js';
 import { ProjectRateLimiter } from './rate-limit.js';
+import { acceptJsonBodies, closeIfBodyUnread } from './request-body.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerDeliveryRoutes } from './routes/deliveries.js';
 import { registerEventRoutes } from './routes/events.js';
@@ -109,8 +110,7 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
     app.addHook('onRequest', async (request) => request.log.debug({ req: request }, 'incoming request'));
     app.addHook('onResponse', async (request, reply) => request.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed'));
   }
-  // JSON only: any other content type is a 415, not something parsed as text.
-  app.removeContentTypeParser(['text/plain']);
+  acceptJsonBodies(app);
 
   app.setErrorHandler((error, request, reply) => {
     // An unknown route reads its body before the not-found handler runs: whatever the body, no such route.
@@ -118,9 +118,7 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
     if (needsServerLog(hooklineError)) request.log.error({ err: error }, hooklineError.message);
     const retryAfterSeconds = hooklineError.retryAfterSeconds ?? (hooklineError.status === 503 ? DEFAULT_RETRY_AFTER_SECONDS : undefined);
     if (retryAfterSeconds !== undefined) reply.header('retry-after', String(retryAfterSeconds));
-    // Refused before its body arrived (a 401 or 404 on request): close rather than keep a socket that
-    // is still receiving a body nobody reads; left open, it also held up a graceful shutdown.
-    if (!request.raw.complete) reply.header('connection', 'close');
+    closeIfBodyUnread(request, reply);
     reply.status(hooklineError.status).send(hooklineError.toJSON());
   });
   app.setNotFoundHandler((request, reply) => {

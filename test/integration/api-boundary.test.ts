@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { describe, expect, it, vi } from 'vitest';
-import { ADMIN_KEY, API_KEY, startTestHookline } from '../helpers/hookline.js';
+import { ADMIN_KEY, ALL_TYPES, API_KEY, sampleEvent, startTestHookline } from '../helpers/hookline.js';
 
 /**
  * The HTTP boundary: what a request gets before or around its route (the log of unexpected
@@ -62,5 +62,40 @@ describe('keys and routes are checked before the body', () => {
       expectError(await hookline.api('DELETE', '/v1/webhook', { ...request, key }), 404, 'not_found');
       expectError(await hookline.api('POST', '/nope', { ...request, key }), 404, 'not_found');
     }
+  });
+});
+
+describe('bodies the routes do not need', () => {
+  const EMPTY_JSON = { body: '', headers: { 'content-type': 'application/json' } };
+
+  it('an empty JSON body is no body: optional bodies take their defaults, required ones get validation_failed', async () => {
+    const hookline = await startTestHookline({ adminKey: ADMIN_KEY });
+    await hookline.client.configureWebhook({ callbackUrl: 'http://127.0.0.1:9/hook', status: 'paused', eventTypes: ALL_TYPES });
+
+    const rotated = await hookline.api('POST', '/v1/webhook/secret/rotate', EMPTY_JSON);
+    expect(rotated.status).toBe(200);
+    expect(rotated.body.secret).toMatch(/^whsec_/);
+    expect(await hookline.api('POST', '/v1/logs/webhook-deliveries/redrive', EMPTY_JSON)).toMatchObject({ status: 202, body: { redriven: 0 } });
+
+    for (const [method, path, key] of [['POST', '/v1/events', API_KEY], ['PUT', '/v1/webhook', API_KEY], ['POST', '/admin/v1/projects', ADMIN_KEY]] as const) {
+      const answer = await hookline.api(method, path, { ...EMPTY_JSON, key });
+      expectError(answer, 400, 'validation_failed');
+      expect(answer.body.error.details).toEqual([{ path: 'body', message: expect.stringContaining('got nothing') }]);
+    }
+  });
+
+  const IGNORED_BODIES = [...BAD_BODIES, ['an empty JSON body', EMPTY_JSON], ['a form', { body: 'a=1', headers: { 'content-type': 'application/x-www-form-urlencoded' } }]] as const;
+
+  it.each(IGNORED_BODIES)('retry and replay take no body and ignore %s', async (_name, request) => {
+    const hookline = await startTestHookline();
+    await hookline.client.configureWebhook({ callbackUrl: 'http://127.0.0.1:9/hook', status: 'paused', eventTypes: ALL_TYPES });
+    const { id } = await hookline.client.sendEvent(sampleEvent());
+
+    const replayed = await hookline.api('POST', `/v1/events/${id}/replay`, request);
+    expect(replayed.status).toBe(202);
+    expect(replayed.body.deliveryId).toMatch(/^dlv_/);
+    expectError(await hookline.api('POST', '/v1/logs/webhook-deliveries/dlv_nosuch/retry', request), 404, 'delivery_not_found');
+    // The key is still checked first.
+    expectError(await hookline.api('POST', `/v1/events/${id}/replay`, { ...request, key: null }), 401, 'unauthorized');
   });
 });
