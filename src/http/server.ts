@@ -5,6 +5,7 @@ import { DEFAULT_RETRY_AFTER_SECONDS, HooklineError, isHooklineError } from '../
 import { FORWARDED_HEADER } from '../cluster/rpc.js';
 import type { ForwardedReply, ForwardedRequest } from '../cluster/rpc.js';
 import type { EmbeddedTransport } from '../transport/embedded.js';
+import { answerClientError } from './client-error.js';
 import { noRouteError } from './no-route.js';
 import { ProjectRateLimiter } from './rate-limit.js';
 import { acceptJsonBodies, closeIfBodyUnread } from './request-body.js';
@@ -59,8 +60,6 @@ const FASTIFY_ERRORS: Record<string, HooklineError['code']> = {
   FST_ERR_CTP_BODY_TOO_LARGE: 'HOOKLINE_ERR_PAYLOAD_TOO_LARGE',
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'HOOKLINE_ERR_UNSUPPORTED_MEDIA_TYPE',
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'HOOKLINE_ERR_VALIDATION',
-  FST_ERR_CTP_EMPTY_JSON_BODY: 'HOOKLINE_ERR_BAD_JSON',
-  FST_ERR_CTP_INVALID_JSON_BODY: 'HOOKLINE_ERR_BAD_JSON',
 };
 
 function toHooklineError(error: unknown): HooklineError {
@@ -98,6 +97,7 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
     routerOptions: { maxParamLength: 256 },
     // Fastify's two info lines per request cost ~12% of a delivery's CPU; they move to debug below.
     logController: new LogController({ disableRequestLogging: true }),
+    clientErrorHandler: answerClientError,
     // A URL the router cannot decode (`/v1/events/%/replay`) fails before any route or error
     // handler runs; without this it would answer in Fastify's shape instead of ours.
     frameworkErrors: (error, _request, reply) => {

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { pino } from 'pino';
 import { describe, expect, it, vi } from 'vitest';
 import { ADMIN_KEY, ALL_TYPES, API_KEY, sampleEvent, startTestHookline } from '../helpers/hookline.js';
@@ -97,5 +98,56 @@ describe('bodies the routes do not need', () => {
     expectError(await hookline.api('POST', '/v1/logs/webhook-deliveries/dlv_nosuch/retry', request), 404, 'delivery_not_found');
     // The key is still checked first.
     expectError(await hookline.api('POST', `/v1/events/${id}/replay`, { ...request, key: null }), 401, 'unauthorized');
+  });
+});
+
+/** Writes `request` on a fresh TCP connection and reads until the server closes it. */
+function rawExchange(url: string, request: string): Promise<{ status: number; headers: string; body: any }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.end(request));
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (text += chunk));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const [head = '', body = ''] = text.split('\r\n\r\n');
+      resolve({ status: Number(head.split(' ')[1]), headers: head.toLowerCase(), body: JSON.parse(body) });
+    });
+  });
+}
+
+describe('requests that are not what they claim', () => {
+  it.each([
+    ['not HTTP at all', 400, 'malformed_request', 'HELLO THERE\r\n\r\n'],
+    ['a header line without a colon', 400, 'malformed_request', 'GET /healthz HTTP/1.1\r\nhost: x\r\nno colon here\r\n\r\n'],
+    ['headers over 16 KB', 431, 'headers_too_large', `GET /healthz HTTP/1.1\r\nhost: x\r\nx-big: ${'a'.repeat(20_000)}\r\n\r\n`],
+  ])('%s: %i %s in the error shape, JSON, connection closed', async (_name, status, code, request) => {
+    const hookline = await startTestHookline();
+    const answer = await rawExchange(hookline.url, request);
+    expectError(answer, status, code);
+    expect(answer.headers).toContain('content-type: application/json');
+    expect(answer.headers).toContain('connection: close');
+  });
+
+  it.each([
+    ['in data', '{"type":"service.trigger.event","data":{"a":{"__proto__":{"admin":true}}}}', 'body.data.a.__proto__'],
+    ['escaped', '{"type":"service.trigger.event","data":{"\\u005f_proto__":1}}', 'body.data.__proto__'],
+    ['at the top', '{"__proto__":{},"type":"service.trigger.event","data":{}}', 'body.__proto__'],
+    ['as constructor.prototype', '{"type":"service.trigger.event","data":{"constructor":{"prototype":{}}}}', 'body.data.constructor.prototype'],
+  ])('valid JSON with a prototype key %s: 400 validation_failed naming the key and where it is', async (_name, body, path) => {
+    const hookline = await startTestHookline();
+    const answer = await hookline.api('POST', '/v1/events', { body });
+    expectError(answer, 400, 'validation_failed');
+    expect(answer.body.error.details).toEqual([{ path, message: expect.stringMatching(/^the key "(__proto__|constructor\.prototype)" is not accepted/) }]);
+  });
+
+  it('a key merely named constructor, and malformed JSON, are told apart', async () => {
+    const hookline = await startTestHookline();
+    await hookline.client.configureWebhook({ callbackUrl: 'http://127.0.0.1:9/hook', status: 'paused', eventTypes: ALL_TYPES });
+    expect((await hookline.api('POST', '/v1/events', { body: { type: 'service.trigger.event', data: { constructor: 'Object', proto: 1 } } })).status).toBe(202);
+    const malformed = await hookline.api('POST', '/v1/events', { body: '{"type":' });
+    expectError(malformed, 400, 'invalid_json');
+    expect(malformed.body.error.message).toMatch(/^the body is not valid JSON: /);
   });
 });
