@@ -193,7 +193,8 @@ export class HooklineClient {
 
   /**
    * Retries one delivery (`POST /v1/logs/webhook-deliveries/:id/retry`): a dead letter starts a new
-   * round of attempts, a `retrying` delivery becomes due now. Answers the delivery, now `pending`.
+   * round of attempts, a `retrying` delivery becomes due now. Answers the delivery as the retry left
+   * it: `pending` (a dead letter) or `retrying` with `nextAttemptAt` now.
    * @throws HooklineApiError `delivery_succeeded` or `delivery_in_progress` (409).
    */
   async retryDelivery(id: string, options?: RequestOptions): Promise<Delivery> {
