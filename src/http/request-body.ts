@@ -6,8 +6,8 @@ import { HooklineError } from '../errors.js';
  * empty one is no body at all: clients that always send `content-type: application/json` (many
  * HTTP libraries do) reach a route with an optional body, or none, as if they had sent nothing, and
  * a route that needs one answers its usual validation error. Keys that could reach a prototype are
- * refused by name (see parseJsonBody). Routes that take no body (retry,
- * replay) never read one, as Svix's do: whatever is sent, the answer is the route's own.
+ * refused by name (see parseJsonBody). Routes that take no body (retry, replay) never read one, as
+ * Svix's do: whatever is sent, the answer is the route's own.
  */
 export function acceptJsonBodies(app: FastifyInstance): void {
   app.removeContentTypeParser(['text/plain', 'application/json']);
