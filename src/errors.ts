@@ -6,6 +6,9 @@
 export const ERROR_CODES = {
   HOOKLINE_ERR_VALIDATION: { apiCode: 'validation_failed', status: 400, retryable: false, doc: 'The request body, query or parameters failed validation; `details` lists each problem with its path.' },
   HOOKLINE_ERR_BAD_JSON: { apiCode: 'invalid_json', status: 400, retryable: false, doc: 'The body is not valid JSON.' },
+  HOOKLINE_ERR_MALFORMED_REQUEST: { apiCode: 'malformed_request', status: 400, retryable: false, doc: 'The request is not valid HTTP/1.1 (Node\'s parser refused it before any route ran: a bad method, header or framing); fix the client or the proxy in front of Hookline. The connection is closed.' },
+  HOOKLINE_ERR_REQUEST_TIMEOUT: { apiCode: 'request_timeout', status: 408, retryable: true, doc: 'The request\'s headers did not arrive within Node\'s headersTimeout (60 s); the connection is closed. Send again.' },
+  HOOKLINE_ERR_HEADERS_TOO_LARGE: { apiCode: 'headers_too_large', status: 431, retryable: false, doc: 'The request\'s headers exceed Node\'s limit (16 KB, --max-http-header-size); the connection is closed.' },
   HOOKLINE_ERR_UNAUTHORIZED: { apiCode: 'unauthorized', status: 401, retryable: false, doc: 'Missing or unknown bearer key.' },
   HOOKLINE_ERR_NOT_FOUND: { apiCode: 'not_found', status: 404, retryable: false, doc: 'No such route or resource for this project.' },
   HOOKLINE_ERR_UNKNOWN_PROJECT: { apiCode: 'unknown_project', status: 404, retryable: false, doc: 'An event named a project this Hookline does not have (NATS subject hookline.events.<projectId>); create it first.' },

@@ -32,7 +32,7 @@ interface Operation {
   auth: Auth;
   params?: z.ZodObject;
   query?: z.ZodObject;
-  /** A component name from COMPONENTS; `optional` when the route takes no body as well. */
+  /** A component name from COMPONENTS; `optional` when the route takes no body as well (an empty JSON body is none). */
   body?: { component: keyof typeof COMPONENTS; optional?: boolean };
   answers: Record<number, Answer>;
   /** Error statuses besides the ones every operation of its kind has (see errorAnswers). */
@@ -152,9 +152,9 @@ export const OPERATIONS: readonly Operation[] = [
   },
   {
     method: 'post', path: `${deliveryIdPath}/retry`, operationId: 'retryDelivery', auth: 'project', summary: 'Retry one delivery',
-    description: 'A dead-lettered delivery starts a new round; a retrying one is made due now. 409 `delivery_in_progress` (pending or delivering) or `delivery_succeeded`.',
+    description: 'A dead-lettered delivery starts a new round; a retrying one is made due now. 409 `delivery_in_progress` (pending or delivering) or `delivery_succeeded`. Takes no body: one sent is not read, whatever its type or size.',
     params: deliveryIdParams,
-    answers: { 202: { description: 'The delivery, now pending.', json: 'Delivery' } }, errors: [404, 409],
+    answers: { 202: { description: 'The delivery as the retry left it: `pending` (a dead letter\'s new round) or still `retrying`, due now (`nextAttemptAt` is the time of the retry).', json: 'Delivery' } }, errors: [404, 409],
   },
   {
     method: 'post', path: '/v1/logs/webhook-deliveries/redrive', operationId: 'redriveDeadLetters', auth: 'project', summary: 'Redrive dead-lettered deliveries matching a filter',
@@ -166,6 +166,7 @@ export const OPERATIONS: readonly Operation[] = [
   },
   {
     method: 'post', path: '/v1/events/{eventId}/replay', operationId: 'replayEvent', auth: 'project', summary: 'Deliver a stored event again, as a new delivery',
+    description: 'Takes no body: one sent is not read, whatever its type or size.',
     params: eventIdParams,
     answers: { 202: { description: 'The new delivery.', json: 'ReplayResult' } }, errors: [404, 409],
   },

@@ -22,12 +22,15 @@ const deliveryStatusInput = oneOf(DELIVERY_STATUSES, 'five delivery statuses');
 /** Page size of every list route. */
 export const PAGE_LIMIT = { min: 1, max: 250, default: 50 } as const;
 const pageLimitMessage = `must be a whole number ${PAGE_LIMIT.min}-${PAGE_LIMIT.max}`;
-const pageLimit = z.coerce
-  .number({ error: pageLimitMessage })
-  .int(pageLimitMessage)
-  .min(PAGE_LIMIT.min, pageLimitMessage)
-  .max(PAGE_LIMIT.max, pageLimitMessage)
-  .default(PAGE_LIMIT.default);
+// A query value is text, and only decimal digits are a page size: `Number()` (z.coerce) would also
+// take `0x10`, `1e2` or ` 5 `, which the document's `integer` does not promise.
+const pageLimit = z
+  .preprocess(
+    (value) => (typeof value === 'string' && /^[0-9]+$/.test(value) ? Number(value) : value),
+    z.number({ error: pageLimitMessage }).int(pageLimitMessage).min(PAGE_LIMIT.min, pageLimitMessage).max(PAGE_LIMIT.max, pageLimitMessage),
+  )
+  // prefault, not default: the document shows a default only on an input that is not transformed.
+  .prefault(PAGE_LIMIT.default);
 
 /** Custom delivery headers: how many, and the names Hookline sets itself or HTTP reserves for the connection. */
 export const CUSTOM_HEADERS = {

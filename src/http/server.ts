@@ -5,7 +5,10 @@ import { DEFAULT_RETRY_AFTER_SECONDS, HooklineError, isHooklineError } from '../
 import { FORWARDED_HEADER } from '../cluster/rpc.js';
 import type { ForwardedReply, ForwardedRequest } from '../cluster/rpc.js';
 import type { EmbeddedTransport } from '../transport/embedded.js';
+import { answerClientError } from './client-error.js';
+import { noRouteError } from './no-route.js';
 import { ProjectRateLimiter } from './rate-limit.js';
+import { acceptJsonBodies, closeIfBodyUnread } from './request-body.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerDeliveryRoutes } from './routes/deliveries.js';
 import { registerEventRoutes } from './routes/events.js';
@@ -60,8 +63,6 @@ const FASTIFY_ERRORS: Record<string, HooklineError['code']> = {
   FST_ERR_CTP_BODY_TOO_LARGE: 'HOOKLINE_ERR_PAYLOAD_TOO_LARGE',
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'HOOKLINE_ERR_UNSUPPORTED_MEDIA_TYPE',
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'HOOKLINE_ERR_VALIDATION',
-  FST_ERR_CTP_EMPTY_JSON_BODY: 'HOOKLINE_ERR_BAD_JSON',
-  FST_ERR_CTP_INVALID_JSON_BODY: 'HOOKLINE_ERR_BAD_JSON',
 };
 
 function toHooklineError(error: unknown): HooklineError {
@@ -71,6 +72,15 @@ function toHooklineError(error: unknown): HooklineError {
   if (mapped) return new HooklineError(mapped, (error as Error).message, { cause: error });
   if (error instanceof SyntaxError || (error as { statusCode?: number }).statusCode === 400) return new HooklineError('HOOKLINE_ERR_BAD_JSON', 'the body is not valid JSON', { cause: error });
   return new HooklineError('HOOKLINE_ERR_INTERNAL', 'internal error; the server log has the details', { cause: error });
+}
+
+/**
+ * Whether the answer leaves the explanation to the server log: an unexpected failure (its answer says
+ * "the server log has the details", whatever `retryable` says), or a 5xx that waiting will not fix.
+ * A 503 the client is told to retry is its own explanation.
+ */
+function needsServerLog(error: HooklineError): boolean {
+  return error.code === 'HOOKLINE_ERR_INTERNAL' || (error.status >= 500 && !error.retryable);
 }
 
 function bearerToken(request: FastifyRequest): string | null {
@@ -90,6 +100,7 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
     routerOptions: { maxParamLength: 256 },
     // Fastify's two info lines per request cost ~12% of a delivery's CPU; they move to debug below.
     logController: new LogController({ disableRequestLogging: true }),
+    clientErrorHandler: answerClientError,
     // A URL the router cannot decode (`/v1/events/%/replay`) fails before any route or error
     // handler runs; without this it would answer in Fastify's shape instead of ours.
     frameworkErrors: (error, _request, reply) => {
@@ -102,18 +113,19 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
     app.addHook('onRequest', async (request) => request.log.debug({ req: request }, 'incoming request'));
     app.addHook('onResponse', async (request, reply) => request.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed'));
   }
-  // JSON only: any other content type is a 415, not something parsed as text.
-  app.removeContentTypeParser(['text/plain']);
+  acceptJsonBodies(app);
 
   app.setErrorHandler((error, request, reply) => {
-    const hooklineError = toHooklineError(error);
-    if (hooklineError.status >= 500 && !hooklineError.retryable) request.log.error({ err: error }, hooklineError.message);
+    // An unknown route reads its body before the not-found handler runs: whatever the body, no such route.
+    const hooklineError = request.is404 ? noRouteError(request) : toHooklineError(error);
+    if (needsServerLog(hooklineError)) request.log.error({ err: error }, hooklineError.message);
     const retryAfterSeconds = hooklineError.retryAfterSeconds ?? (hooklineError.status === 503 ? DEFAULT_RETRY_AFTER_SECONDS : undefined);
     if (retryAfterSeconds !== undefined) reply.header('retry-after', String(retryAfterSeconds));
+    closeIfBodyUnread(request, reply);
     reply.status(hooklineError.status).send(hooklineError.toJSON());
   });
   app.setNotFoundHandler((request, reply) => {
-    reply.status(404).send(new HooklineError('HOOKLINE_ERR_NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`).toJSON());
+    reply.status(404).send(noRouteError(request).toJSON());
   });
 
   const rateLimiter = new ProjectRateLimiter(deps.engine.settings.rateLimit);

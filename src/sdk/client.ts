@@ -15,6 +15,10 @@ import type {
   HooklineClientOptions,
   RedriveFilter,
   RedriveResult,
+  RejectedEvent,
+  RejectedEventListFilter,
+  RejectedEventPage,
+  RejectedEventPageQuery,
   ReplayResult,
   RequestOptions,
   RotatedSecret,
@@ -34,7 +38,7 @@ interface RequestSpec {
   method: HttpMethod;
   path: string;
   query?: Record<string, QueryValue>;
-  /** Sent as JSON. Left out entirely when undefined: an empty body labelled JSON is a 400 on Fastify. */
+  /** Sent as JSON; left out entirely (no body, no content type) when undefined. */
   body?: unknown;
   signal?: AbortSignal | undefined;
 }
@@ -56,6 +60,8 @@ const DELIVERY_LIST_FILTER = { status: true, eventType: true, eventId: true, sin
 const DELIVERY_PAGE_QUERY = { ...DELIVERY_LIST_FILTER, cursor: true } as const satisfies KnownKeys<DeliveryPageQuery>;
 const EVENT_LIST_FILTER = { eventType: true, limit: true } as const satisfies KnownKeys<EventListFilter>;
 const EVENT_PAGE_QUERY = { ...EVENT_LIST_FILTER, cursor: true } as const satisfies KnownKeys<EventPageQuery>;
+const REJECTED_EVENT_LIST_FILTER = { limit: true } as const satisfies KnownKeys<RejectedEventListFilter>;
+const REJECTED_EVENT_PAGE_QUERY = { ...REJECTED_EVENT_LIST_FILTER, cursor: true } as const satisfies KnownKeys<RejectedEventPageQuery>;
 const REDRIVE_FILTER = { since: true, until: true, eventType: true, dryRun: true } as const satisfies KnownKeys<RedriveFilter>;
 
 /**
@@ -193,7 +199,8 @@ export class HooklineClient {
 
   /**
    * Retries one delivery (`POST /v1/logs/webhook-deliveries/:id/retry`): a dead letter starts a new
-   * round of attempts, a `retrying` delivery becomes due now. Answers the delivery, now `pending`.
+   * round of attempts, a `retrying` delivery becomes due now. Answers the delivery as the retry left
+   * it: `pending` (a dead letter) or `retrying` with `nextAttemptAt` now.
    * @throws HooklineApiError `delivery_succeeded` or `delivery_in_progress` (409).
    */
   async retryDelivery(id: string, options?: RequestOptions): Promise<Delivery> {
@@ -258,6 +265,23 @@ export class HooklineClient {
   async getEvent(eventId: string, options?: RequestOptions): Promise<StoredEvent> {
     checkArguments('getEvent', options);
     return this.#body<StoredEvent>({ method: 'GET', path: `${EVENTS_PATH}/${encodeURIComponent(eventId)}`, signal: options?.signal });
+  }
+
+  /**
+   * Every event from NATS that Hookline rejected for this project (invalid, or too large), newest
+   * first, following `nextCursor` page by page; lazy like `listDeliveries`.
+   */
+  listRejectedEvents(filter: RejectedEventListFilter = {}, options: RequestOptions = {}): AsyncIterable<RejectedEvent> {
+    checkArguments('listRejectedEvents', options, ['filter', filter, REJECTED_EVENT_LIST_FILTER]);
+    return lazyPages(filter, (query) => this.listRejectedEventsPage(query, options));
+  }
+
+  /** One page of rejected events (`GET /v1/logs/rejected-events`); pass `nextCursor` back as `cursor`. */
+  async listRejectedEventsPage(query: RejectedEventPageQuery = {}, options?: RequestOptions): Promise<RejectedEventPage> {
+    checkArguments('listRejectedEventsPage', options, ['query', query, REJECTED_EVENT_PAGE_QUERY]);
+    const { limit, cursor } = query;
+    const response = await this.#request<RejectedEventPage>({ method: 'GET', path: '/v1/logs/rejected-events', query: { limit, cursor }, signal: options?.signal });
+    return { data: response.body.data, nextCursor: response.body.nextCursor ?? null };
   }
 
   async #body<T>(spec: RequestSpec): Promise<T> {

@@ -310,6 +310,46 @@ export interface EventPage {
   nextCursor: string | null;
 }
 
+/**
+ * An event from NATS that Hookline could not accept (`GET /v1/logs/rejected-events`): it was
+ * terminated at the source and kept here for diagnosis.
+ */
+export interface RejectedEvent {
+  /** `rej_…`, sorting by the time it was rejected. */
+  id: string;
+  projectId: string;
+  /** Where it came from, e.g. `nats:hookline.events.default#42` (subject and stream sequence). */
+  source: string;
+  /** The error code it would have got over HTTP, e.g. `validation_failed`. */
+  reason: string;
+  message: string;
+  details: Array<{ path?: string; message: string; [key: string]: unknown }>;
+  receivedAt: string;
+  /** The first bytes of the payload as text. */
+  payload: string;
+}
+
+export interface RejectedEventListFilter {
+  /**
+   * Page size, 1–250. With `listRejectedEvents` it sizes each page, it does not cap the total: stop
+   * iterating (`break`) to stop fetching.
+   * @default 50 (server side)
+   */
+  limit?: number;
+}
+
+export interface RejectedEventPageQuery extends RejectedEventListFilter {
+  /** The `nextCursor` of the previous page; omit for the newest page. */
+  cursor?: string;
+}
+
+export interface RejectedEventPage {
+  /** Newest first. */
+  data: RejectedEvent[];
+  /** `null` on the last page. */
+  nextCursor: string | null;
+}
+
 export interface RedriveFilter {
   /** Inclusive lower bound on `createdAt`. */
   since?: DateInput;

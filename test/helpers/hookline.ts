@@ -1,5 +1,5 @@
 import { onTestFinished } from 'vitest';
-import { startHookline, type Hookline } from '../../src/app.js';
+import { startHookline, type Hookline, type StartOptions } from '../../src/app.js';
 import { defaultSettings, type Settings } from '../../src/config/settings.js';
 import { HooklineClient } from '../../src/sdk/index.js';
 import type { Delivery, DeliveryDetail, DeliveryStatus, EventType } from '../../src/sdk/index.js';
@@ -44,9 +44,9 @@ export interface TestHookline {
  * A whole node on a fresh LMDB directory and an OS-chosen port, with the test settings of the
  * brief (3 attempts at 0, 50, 100 ms, no jitter, 500 ms receiver timeout). Closed, and its
  * directory removed, when the test finishes. Given a `dataDir` (a restart), it uses that one and
- * leaves its removal to the caller.
+ * leaves its removal to the caller. `options` go to startHookline (a logger that keeps its lines).
  */
-export async function startTestHookline(overrides: Partial<Settings> = {}): Promise<TestHookline> {
+export async function startTestHookline(overrides: Partial<Settings> = {}, options: StartOptions = {}): Promise<TestHookline> {
   const dir = overrides.dataDir !== undefined ? { path: overrides.dataDir, remove: () => {} } : makeTempDir();
   const settings = defaultSettings({
     dataDir: dir.path,
@@ -61,7 +61,7 @@ export async function startTestHookline(overrides: Partial<Settings> = {}): Prom
   });
   let node: Hookline;
   try {
-    node = await startHookline(settings);
+    node = await startHookline(settings, options);
   } catch (error) {
     dir.remove();
     throw error;

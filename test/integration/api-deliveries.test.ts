@@ -64,6 +64,10 @@ describe('GET /v1/logs/webhook-deliveries', () => {
     ['limit=-1', 'limit=-1'],
     ['limit=1.5', 'limit=1.5'],
     ['limit=abc', 'limit=abc'],
+    ['limit in hexadecimal', 'limit=0x10'],
+    ['limit in exponent form', 'limit=1e2'],
+    ['limit with spaces', 'limit=%2010'],
+    ['limit given twice', 'limit=10&limit=20'],
     ['an unknown status', 'status=failed'],
     ['an unknown eventType', 'eventType=user.created'],
     ['since that is not ISO 8601', 'since=yesterday'],
@@ -77,10 +81,16 @@ describe('GET /v1/logs/webhook-deliveries', () => {
     expect(answer.body.error.details[0]).toMatchObject({ path: expect.stringMatching(/^query/) });
   });
 
-  it('accepts limit 1 and 250', async () => {
+  it('accepts limit 1 and 250 (and leading zeros), in decimal digits', async () => {
     const hookline = await startTestHookline();
     expect((await hookline.api('GET', '/v1/logs/webhook-deliveries?limit=1')).status).toBe(200);
     expect((await hookline.api('GET', '/v1/logs/webhook-deliveries?limit=250')).status).toBe(200);
+    expect((await hookline.api('GET', '/v1/logs/webhook-deliveries?limit=007')).status).toBe(200);
+  });
+
+  it.each(['/v1/events', '/v1/logs/rejected-events'])('%s refuses a limit that is not decimal digits too', async (path) => {
+    const hookline = await startTestHookline();
+    expectError(await hookline.api('GET', `${path}?limit=0x10`), 400, 'validation_failed');
   });
 });
 

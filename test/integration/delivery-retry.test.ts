@@ -95,7 +95,12 @@ describe('retry and dead letter', () => {
     const retrying = await waitForDeliveryStatus(hookline.client, sent.deliveryId!, 'retrying');
     expect(Date.parse(retrying.nextAttemptAt!)).toBeGreaterThan(Date.now() + 30_000);
 
-    await hookline.client.retryDelivery(sent.deliveryId!);
+    const beforeRetry = Date.now();
+    const answered = await hookline.client.retryDelivery(sent.deliveryId!);
+    // Still retrying, as the document says, only due now.
+    expect(answered.status).toBe('retrying');
+    expect(Date.parse(answered.nextAttemptAt!)).toBeLessThanOrEqual(Date.now());
+    expect(Date.parse(answered.nextAttemptAt!)).toBeGreaterThanOrEqual(beforeRetry - 5);
     const delivered = await waitForDeliveryStatus(hookline.client, sent.deliveryId!, 'succeeded', 3_000);
     expect(delivered).toMatchObject({ attempts: 2, maxAttempts: 2 });
     expect(receiver.received).toHaveLength(2);

@@ -1,6 +1,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { HooklineApiError, HooklineClient, isHooklineApiError, type RedriveFilter, type RequestOptions, type SendEventInput } from '../../src/sdk/index.js';
+import { newSortableId } from '../../src/store/ids.js';
 import { configureReceiver, startTestHookline, waitForDeliveryStatus } from '../helpers/hookline.js';
 import { freePort } from '../helpers/nats.js';
 import { startReceiver } from '../helpers/receiver.js';
@@ -79,6 +80,8 @@ describe('options a method does not know', () => {
       ['listEventsPage', () => client.listEventsPage({ type: 'service.trigger.event' } as object)],
       ['listEvents', async () => client.listEvents({ pageSize: 5 } as object)],
       ['getEvent', () => client.getEvent('evt_x', { timeout: 1000 } as RequestOptions)],
+      ['listRejectedEventsPage', () => client.listRejectedEventsPage({ pageSize: 5 } as object)],
+      ['listRejectedEvents', async () => client.listRejectedEvents({ cursor: 'rej_x' } as object)],
     ];
     for (const [method, call] of cases) {
       const error = await rejection(call());
@@ -119,6 +122,44 @@ describe('listEvents(), listEventsPage(), getEvent()', () => {
     const missing = await rejection(hookline.client.getEvent('evt_nosuch'));
     expect(missing).toBeInstanceOf(HooklineApiError);
     expect(missing).toMatchObject({ status: 404, code: 'event_not_found' });
+  });
+});
+
+describe('listRejectedEvents(), listRejectedEventsPage()', () => {
+  it("walk the project's rejected events newest first page by page, never another project's", async () => {
+    const hookline = await startTestHookline();
+    const store = hookline.node.engine.store;
+    const rejected = (projectId: string, at: number) => ({
+      id: newSortableId('rej', at),
+      projectId,
+      source: `nats:hookline.events.${projectId}#${at}`,
+      reason: 'validation_failed',
+      message: 'invalid body: body.type: must be one of the three reserved event types',
+      details: [{ path: 'body.type', message: 'must be one of the three reserved event types' }],
+      receivedAt: at,
+      payload: '{"type":"nope"}',
+    });
+    const ids: string[] = [];
+    for (let n = 0; n < 3; n++) {
+      const record = rejected('default', Date.now() + n);
+      ids.push(record.id);
+      await store.putRejectedEvent(record);
+    }
+    await store.putRejectedEvent(rejected('other', Date.now() + 10));
+    const newestFirst = [...ids].reverse();
+
+    const all: string[] = [];
+    for await (const event of hookline.client.listRejectedEvents({ limit: 2 })) all.push(event.id);
+    expect(all).toEqual(newestFirst);
+
+    const { client, sent } = countingClient(hookline.url, 'test-key');
+    for await (const event of client.listRejectedEvents({ limit: 2 })) if (event.id === newestFirst[1]) break;
+    expect(sent).toHaveLength(1);
+    const first = await client.listRejectedEventsPage({ limit: 2 });
+    expect(first.data.map((event) => event.id)).toEqual(newestFirst.slice(0, 2));
+    expect(first.data[0]).toMatchObject({ projectId: 'default', reason: 'validation_failed', payload: '{"type":"nope"}', receivedAt: expect.stringMatching(/\+00:00$/) });
+    const second = await client.listRejectedEventsPage({ limit: 2, cursor: first.nextCursor! });
+    expect(second).toEqual({ data: [expect.objectContaining({ id: newestFirst[2] })], nextCursor: null });
   });
 });
 

@@ -21,4 +21,11 @@ describe('docs/openapi.json', () => {
     const operationIds = [...text.matchAll(/"operationId":"([^"]+)"/g)].map((match) => match[1]!);
     expect(new Set(operationIds).size).toBe(operationIds.length);
   });
+
+  it('says what a retry answers: pending for a dead letter, still retrying (due now) for a retrying one', () => {
+    const document = buildOpenApiDocument() as { paths: Record<string, Record<string, { responses: Record<string, { description: string }> }>> };
+    const answer = document.paths['/v1/logs/webhook-deliveries/{id}/retry']!.post!.responses['202']!.description;
+    expect(answer).toContain('`pending`');
+    expect(answer).toContain('`retrying`');
+  });
 });

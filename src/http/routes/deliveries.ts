@@ -3,6 +3,7 @@ import { HooklineError } from '../../errors.js';
 import { idLowerBound } from '../../store/ids.js';
 import { queryDeliveries } from '../../store/delivery-query.js';
 import { presentDelivery, presentDeliveryDetail } from '../present.js';
+import { ignoreBodies } from '../request-body.js';
 import type { DeliveryPageResponse, RedriveDryRunResponse, RedriveResponse } from '../response-schemas.js';
 import { deliveryIdParams, deliveryListQuery, parseInput, redriveBody } from '../schemas.js';
 import type { HttpDeps } from '../server.js';
@@ -21,10 +22,12 @@ export function registerDeliveryRoutes(app: FastifyInstance, { engine }: HttpDep
     return presentDeliveryDetail(record);
   });
 
-  app.post('/logs/webhook-deliveries/:id/retry', async (request, reply) => {
-    const { id } = parseInput(deliveryIdParams, request.params, 'params');
-    const record = await engine.actorFor(request.projectId).retry(id);
-    return reply.status(202).send(presentDelivery(record));
+  ignoreBodies(app, (bodyless) => {
+    bodyless.post('/logs/webhook-deliveries/:id/retry', async (request, reply) => {
+      const { id } = parseInput(deliveryIdParams, request.params, 'params');
+      const record = await engine.actorFor(request.projectId).retry(id);
+      return reply.status(202).send(presentDelivery(record));
+    });
   });
 
   app.post('/logs/webhook-deliveries/redrive', async (request, reply) => {

@@ -5,6 +5,7 @@ import { eventInputSchema, type EventInput } from '../../transport/event-input.j
 import type { ProjectRateLimiter } from '../rate-limit.js';
 import { queryEvents } from '../../store/event-query.js';
 import { presentStoredEvent } from '../present.js';
+import { ignoreBodies } from '../request-body.js';
 import type { EventAcceptedResponse, EventBatchResponse, EventPageResponse, ReplayResponse, StoredEventResponse } from '../response-schemas.js';
 import { eventBatchBody, eventIdParams, eventListQuery, parseInput } from '../schemas.js';
 import type { HttpDeps } from '../server.js';
@@ -77,10 +78,12 @@ export function registerEventRoutes(app: FastifyInstance, { engine, embedded }: 
     return presentStoredEvent(record);
   });
 
-  app.post('/events/:eventId/replay', async (request, reply) => {
-    const { eventId } = parseInput(eventIdParams, request.params, 'params');
-    const deliveryId = await engine.actorFor(request.projectId).replay(eventId);
-    return reply.status(202).send({ deliveryId } satisfies ReplayResponse);
+  ignoreBodies(app, (bodyless) => {
+    bodyless.post('/events/:eventId/replay', async (request, reply) => {
+      const { eventId } = parseInput(eventIdParams, request.params, 'params');
+      const deliveryId = await engine.actorFor(request.projectId).replay(eventId);
+      return reply.status(202).send({ deliveryId } satisfies ReplayResponse);
+    });
   });
 }
 
