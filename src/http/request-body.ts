@@ -20,6 +20,13 @@ export function acceptJsonBodies(app: FastifyInstance): void {
   });
 }
 
+/** Each character of `word` as itself or its `\uXXXX` escape (either case of hex digits). */
+const spelledAnyway = (word: string): string =>
+  [...word].map((char) => `(?:${char}|\\\\u${char.charCodeAt(0).toString(16).padStart(4, '0').replace(/[a-f]/g, (digit) => `[${digit}${digit.toUpperCase()}]`)})`).join('');
+
+/** A key `"__proto__"` or `"constructor"`, however escaped: the bodies worth walking. */
+const SUSPECT_KEY = new RegExp(`"(?:${spelledAnyway('__proto__')}|${spelledAnyway('constructor')})"\\s*:`);
+
 /**
  * A body's JSON, refusing the keys that can reach an object's prototype when the value is merged or
  * copied (`__proto__`, and `prototype` inside `constructor`, as Fastify's own parser refuses them),
@@ -32,8 +39,9 @@ export function parseJsonBody(text: string): unknown {
   } catch (error) {
     throw new HooklineError('HOOKLINE_ERR_BAD_JSON', `the body is not valid JSON: ${(error as Error).message}`, { cause: error });
   }
-  // Only a text that names one of the keys (literally or through a \u escape) needs the walk.
-  if (!/__proto__|constructor|\\u/.test(text)) return value;
+  // Only a text holding one of the keys (literally or with \u escapes) needs the walk: any `\u`
+  // alone made every body with escaped text walk, a path string made for each of its keys.
+  if (!SUSPECT_KEY.test(text)) return value;
   const problem = prototypeKey(value);
   if (problem) {
     const message = `the key "${problem.key}" is not accepted (it could reach the prototype of the objects it is copied into); rename it`;
