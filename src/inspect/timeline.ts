@@ -18,6 +18,9 @@ export interface PathStep {
   readonly attempt: AttemptLogEntry | null;
 }
 
+/** The delivery machine's actions that count an attempt's outcome (src/machines/delivery.ts). */
+const ATTEMPT_COUNTERS: ReadonlySet<string> = new Set(['countAttempt', 'countAttemptOutsideRound']);
+
 /** Matches each recorded transition to the machine: a hop out of a transient state takes its eventless edge. */
 export function matchPath(graph: MachineGraph, detail: Pick<DeliveryDetail, 'transitions' | 'attemptLog'>): PathStep[] {
   let attemptIndex = 0;
@@ -28,8 +31,8 @@ export function matchPath(graph: MachineGraph, detail: Pick<DeliveryDetail, 'tra
         if (candidate.from !== transition.from || candidate.to !== transition.to) return false;
         return candidate.event === transition.event || (candidate.event === null && graph.transients.includes(transition.from!));
       }) ?? null;
-    // Attempt outcomes leave `delivering` counted (`countAttempt`): the n-th such hop is the n-th attempt.
-    const attempt = edge !== null && edge.from === 'delivering' && edge.actions.includes('countAttempt') ? (detail.attemptLog[attemptIndex++] ?? null) : null;
+    // Attempt outcomes leave `delivering` counted, in its round or outside it (a 410): the n-th such hop is the n-th attempt.
+    const attempt = edge !== null && edge.from === 'delivering' && edge.actions.some((action) => ATTEMPT_COUNTERS.has(action)) ? (detail.attemptLog[attemptIndex++] ?? null) : null;
     return { transition, edge, known: edge !== null, attempt };
   });
 }

@@ -5,6 +5,7 @@ import { matchPath } from '../../src/inspect/timeline.js';
 import { captureIo } from '../helpers/cli.js';
 import { API_KEY, configureReceiver, startTestHookline, waitForDeliveryStatus } from '../helpers/hookline.js';
 import { startReceiver } from '../helpers/receiver.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 /** `hookline inspect` prints a delivery's transitions, from the API, beside the delivery machine. */
 
@@ -50,6 +51,19 @@ describe('hookline inspect', () => {
     expect(out).not.toContain('not in the machine');
     // Every recorded transition is an edge of the machine.
     expect(matchPath(machineGraph('delivery'), detail).every((step) => step.known)).toBe(true);
+  });
+
+  it('puts each attempt on the transition it caused, a 410 (counted outside the round) included', async () => {
+    const hookline = await startTestHookline();
+    const receiver = await startReceiver({ respond: (_delivery, index) => ({ status: index === 0 ? 410 : 204 }) });
+    await configureReceiver(hookline, receiver);
+    const sent = await hookline.client.sendEvent({ type: 'service.trigger.event', data: { n: 1 } });
+    // The 410 disables the endpoint and holds the delivery `pending`; enabling it again sends it.
+    await waitFor(async () => (await hookline.client.getWebhook()).status === 'disabled' || null, { message: 'the endpoint disabled by its 410' });
+    await configureReceiver(hookline, receiver);
+    const detail = await waitForDeliveryStatus(hookline.client, sent.deliveryId!, 'succeeded');
+    const withAttempts = matchPath(machineGraph('delivery'), detail).filter((step) => step.attempt !== null);
+    expect(withAttempts.map((step) => [step.transition.event, step.attempt!.statusCode])).toEqual([['ATTEMPT_GONE', 410], ['ATTEMPT_SUCCEEDED', 204]]);
   });
 
   it('draws the path on the Mermaid diagram, and gives JSON', async () => {
