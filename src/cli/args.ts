@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { parseByteSize, parseDuration } from '../config/duration.js';
 import { environmentSetting } from '../config/settings.js';
 import { customHeaders } from '../http/schemas.js';
-import { decodeSecret } from '../signing/secret.js';
+import { decodeSecret, decodeVerifierSecret } from '../signing/secret.js';
 import type { CliCommand } from './command.js';
 import { wantsHelp } from './command.js';
 import type { CliIo } from './io.js';
@@ -63,13 +63,13 @@ export function requiredText(hint: string) {
  * naming where the value came from, and `whereToGetIt` (the endpoint's secret: the curl that shows
  * it). An empty value is the usual sign of a `$(curl …)` that failed, so it is told apart from none.
  */
-export function secretFlag(envValue: string | undefined, whereToGetIt: string) {
+export function secretFlag(envValue: string | undefined, whereToGetIt: string, use: SecretUse = 'sign') {
   return z
     .string()
     .optional()
     .transform((flag, context) => {
       const [value, source] = flag !== undefined ? [flag, '--secret'] : [envValue, 'WEBHOOK_SECRET'];
-      const problem = secretProblem(value, source);
+      const problem = secretProblem(value, source, use);
       if (problem === null) return value!;
       context.addIssue({ code: 'custom', message: `${problem}; ${whereToGetIt}`, params: { namesItsSetting: true } });
       return z.NEVER;
@@ -93,11 +93,19 @@ export function secretsFlag(envValue: string | undefined, whereToGetIt: string) 
     });
 }
 
+/**
+ * What a secret is for: `sign` (a tool that signs deliveries takes it as Hookline does, `whsec_` and
+ * padded base64), or `verify` (a receiver reads it as the SDK's verifier and the Standard Webhooks
+ * libraries do: the prefix and the padding optional).
+ */
+type SecretUse = 'sign' | 'verify';
+
 /** What is wrong with a secret taken from `source`, or null. An empty one is the usual sign of a `$(curl …)` that failed. */
-function secretProblem(value: string | undefined, source: string): string | null {
+function secretProblem(value: string | undefined, source: string, use: SecretUse = 'sign'): string | null {
   if (value === undefined) return 'no secret: pass --secret whsec_… or set WEBHOOK_SECRET';
   if (value.trim() === '') return `${source} is empty: it must be the "whsec_…" secret`;
-  if (decodeSecret(value) === null) return `${source} is not a secret: it must be "whsec_" followed by base64`;
+  if (use === 'sign' && decodeSecret(value) === null) return `${source} is not a secret: it must be "whsec_" followed by base64`;
+  if (use === 'verify' && decodeVerifierSecret(value) === null) return `${source} is not a secret: it must be base64, "whsec_" before it or not`;
   return null;
 }
 

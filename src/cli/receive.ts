@@ -38,7 +38,8 @@ function schema(io: CliIo) {
   return z.object({
     port: integerFlag(0, 65_535, 9000, 'a port'),
     host: z.string().min(1, 'must not be empty: --host 127.0.0.1').default('127.0.0.1'),
-    secret: secretFlag(io.env.WEBHOOK_SECRET, ENDPOINT_SECRET_HINT),
+    // Read as the verifier reads it: with or without whsec_ and base64 padding.
+    secret: secretFlag(io.env.WEBHOOK_SECRET, ENDPOINT_SECRET_HINT, 'verify'),
     tolerance: integerFlag(0, 30 * 24 * 3600, 300, 'seconds'),
     'max-body': byteSizeFlag(1024 * 1024),
     full: z.boolean().optional(),

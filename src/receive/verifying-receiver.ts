@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { DEFAULT_TOLERANCE_SECONDS, verifyWebhookSignature } from '../signing/verify.js';
+import { DEFAULT_TOLERANCE_SECONDS, timestampSkewSeconds, verifyWebhookSignature } from '../signing/verify.js';
 
 export interface ReceivedDelivery {
   /** When the request ended, ms since the epoch. */
@@ -60,7 +60,7 @@ export function rejectionReason(input: { id: string | null; timestamp: string | 
   if (!input.timestamp) return 'no webhook-timestamp header';
   if (!input.signature) return 'no webhook-signature header';
   if (!/^\d{1,15}$/.test(input.timestamp)) return `webhook-timestamp ${JSON.stringify(input.timestamp.slice(0, 40))} is not Unix seconds`;
-  const skew = Math.round(Number(input.timestamp) - nowMs / 1000);
+  const skew = timestampSkewSeconds(Number(input.timestamp), nowMs);
   if (Math.abs(skew) > toleranceSeconds) return `webhook-timestamp is ${Math.abs(skew)} s in the ${skew < 0 ? 'past' : 'future'} (tolerance ${toleranceSeconds} s)`;
   const candidates = input.signature.split(' ');
   if (!candidates.some((candidate) => candidate.startsWith('v1,'))) return 'no v1 signature in webhook-signature';

@@ -6,6 +6,15 @@ import { decodeVerifierSecret } from './secret.js';
 /** Default tolerance between the `webhook-timestamp` and the receiver's clock, either direction. */
 export const DEFAULT_TOLERANCE_SECONDS = 300;
 
+/**
+ * How far `timestamp` (Unix seconds) is ahead of the clock (negative: behind), with the clock in
+ * whole seconds as the Standard Webhooks reference libraries take it: a timestamp exactly the
+ * tolerance away verifies at any moment of that second, as it does for them.
+ */
+export function timestampSkewSeconds(timestamp: number, nowMs: number): number {
+  return timestamp - Math.floor(nowMs / 1000);
+}
+
 const SIGNATURE_BYTES = 32;
 /** Digits a `webhook-timestamp` may have: up to 15, so the value is an exact double. */
 const TIMESTAMP_MAX_DIGITS = 15;
@@ -153,7 +162,7 @@ export function createWebhookVerifier(options: VerifierOptions = {}): WebhookVer
       if (typeof tolerance !== 'number' || !(tolerance >= 0)) return false;
       const rawTimestamp = input.timestamp;
       const timestamp = parseTimestamp(rawTimestamp);
-      if (timestamp === null || Math.abs(now() / 1000 - timestamp) > tolerance) return false;
+      if (timestamp === null || Math.abs(timestampSkewSeconds(timestamp, now())) > tolerance) return false;
       const key = keyFor(secret);
       const candidates = parseCandidates(signature);
       if (!key || candidates.length === 0) return false;

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { createReceiveCommand } from '../../src/cli/receive.js';
+import { rejectionReason } from '../../src/receive/verifying-receiver.js';
 import { generateSecret, signWebhook } from '../../src/sdk/index.js';
 import { ensureBuilt } from '../helpers/child-node.js';
 import { captureIo, receiverUrl } from '../helpers/cli.js';
@@ -18,7 +19,8 @@ describe('hookline receive', () => {
     // The secret is made at the first PUT; the receiver needs it before it starts.
     await hookline.client.configureWebhook({ callbackUrl: 'http://127.0.0.1:9/placeholder', status: 'paused', eventTypes: ALL_TYPES });
     const { secret } = await hookline.client.getSecret();
-    const io = captureIo({ WEBHOOK_SECRET: secret });
+    // As the SDK's verifier takes it: without whsec_ and without base64 padding as well.
+    const io = captureIo({ WEBHOOK_SECRET: secret.slice('whsec_'.length).replace(/=+$/, '') });
     const running = createReceiveCommand(io).run(['--port', '0']);
     const url = await receiverUrl(io);
     await hookline.client.configureWebhook({ callbackUrl: `${url}webhooks`, status: 'active', eventTypes: ALL_TYPES });
@@ -86,9 +88,9 @@ describe('hookline receive', () => {
     expect(await createReceiveCommand(io).run(['--port', '70000', '--secret', 'nope', '--bogus'])).toBe(2);
     expect(io.err()).toMatch(/hookline receive: Unknown option '--bogus'/);
     const bad = captureIo();
-    expect(await createReceiveCommand(bad).run(['--port', '70000', '--secret', 'nope'])).toBe(2);
+    expect(await createReceiveCommand(bad).run(['--port', '70000', '--secret', 'no*pe'])).toBe(2);
     expect(bad.err()).toContain('hookline receive: --port: must be a port, an integer from 0 to 65535 (got "70000")');
-    expect(bad.err()).toContain('hookline receive: --secret is not a secret: it must be "whsec_" followed by base64; the endpoint\'s secret is shown by curl -s http://127.0.0.1:8080/v1/webhook/secret');
+    expect(bad.err()).toContain('hookline receive: --secret is not a secret: it must be base64, "whsec_" before it or not; the endpoint\'s secret is shown by curl -s http://127.0.0.1:8080/v1/webhook/secret');
   });
 
   it('without a secret, or with an empty one, says in one line which setting and how to get it (exit 2, no stack trace)', async () => {
@@ -106,4 +108,13 @@ describe('hookline receive', () => {
       expect(run.stderr).toBe(`hookline receive: ${problem}; ${curl}\n`);
     }
   }, 180_000); // a first build of dist/ takes a while on a busy machine
+
+  it("gives the timestamp as the reason whenever the verifier refused it for its timestamp, near the tolerance's edge too", () => {
+    const signature = 'v1,AAAA';
+    // The clock at .8 of a second: 300.2 s rounded to 300 passed the reason's check, though 301 whole seconds were refused.
+    const nowMs = 1_700_000_000_800;
+    expect(rejectionReason({ id: 'msg_1', timestamp: String(1_700_000_301), signature }, 300, nowMs)).toBe('webhook-timestamp is 301 s in the future (tolerance 300 s)');
+    expect(rejectionReason({ id: 'msg_1', timestamp: String(1_699_999_699), signature }, 300, nowMs)).toBe('webhook-timestamp is 301 s in the past (tolerance 300 s)');
+    expect(rejectionReason({ id: 'msg_1', timestamp: String(1_699_999_700), signature }, 300, nowMs)).toMatch(/^signature does not match/);
+  });
 });
