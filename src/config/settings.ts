@@ -110,6 +110,18 @@ const FLAG_VALUES: Record<string, boolean> = { '1': true, true: true, '0': false
 const flag = setting('1, 0, true or false', (text) => FLAG_VALUES[text.toLowerCase()]);
 const duration = setting('a duration: a whole number with an optional unit ms, s, m, h or d, such as 250ms, 15s, 5m or 2h', parseDuration);
 const byteSize = setting('a size: a whole number of bytes with an optional unit kb, mb or gb, such as 256kb or 1gb', parseByteSize);
+/** Node's longest timer (2^31 - 1 ms, about 24.8 days): a longer one fires at once, with a warning. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/** A duration a timer waits (an attempt's timeout, a lease): 0 would end every one at once. */
+const timerDuration = setting('a duration from 1ms to 24d (Node\'s longest timer), such as 15s', (text) => {
+  const ms = parseDuration(text);
+  return ms >= 1 && ms <= MAX_TIMER_MS ? ms : undefined;
+});
+/** A body limit: 0 would refuse every request. */
+const bodyLimit = setting('a size of at least 1 byte: a whole number of bytes with an optional unit kb, mb or gb, such as 256kb', (text) => {
+  const bytes = parseByteSize(text);
+  return bytes >= 1 ? bytes : undefined;
+});
 const name = matching(/^[A-Za-z0-9_-]{1,64}$/, '1 to 64 letters, digits, _ or -');
 const subjectPrefix = matching(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'dot-separated words of letters, digits, _ or - without wildcards, such as hookline.events');
 const optionalText = z.string().min(1).optional().transform((value) => value ?? null);
@@ -122,10 +134,10 @@ const environmentSchema = z.object({
   HOOKLINE_ADMIN_KEY: optionalText,
   HOOKLINE_RETRY_SCHEDULE: setting('a comma-separated list of durations (ms, s, m, h, d), such as 0,5s,5m,30m,2h', parseRetrySchedule).optional(),
   HOOKLINE_RETRY_JITTER: flag.default(true),
-  HOOKLINE_DELIVERY_TIMEOUT: duration.default(15_000),
+  HOOKLINE_DELIVERY_TIMEOUT: timerDuration.default(15_000),
   HOOKLINE_ALLOW_PRIVATE_NETWORKS: flag.default(false),
-  HOOKLINE_MAX_BODY: byteSize.default(262_144),
-  HOOKLINE_MAX_BATCH_BODY: byteSize.default(4 * 1024 * 1024),
+  HOOKLINE_MAX_BODY: bodyLimit.default(262_144),
+  HOOKLINE_MAX_BATCH_BODY: bodyLimit.default(4 * 1024 * 1024),
   HOOKLINE_NATS_URL: optionalText,
   HOOKLINE_NATS_STREAM: name.default('HOOKLINE_EVENTS'),
   HOOKLINE_NATS_SUBJECT_PREFIX: subjectPrefix.default('hookline.events'),
@@ -141,7 +153,7 @@ const environmentSchema = z.object({
   HOOKLINE_CLUSTER: flag.default(false),
   HOOKLINE_NODE_ID: name.optional(),
   HOOKLINE_PARTITIONS: wholeNumber(1, 1024).default(64),
-  HOOKLINE_LEASE_TTL: duration.default(5_000),
+  HOOKLINE_LEASE_TTL: timerDuration.default(5_000),
   HOOKLINE_CLUSTER_SUBJECT_PREFIX: subjectPrefix.default('hookline.cluster'),
   HOOKLINE_CHANGELOG_SNAPSHOT_EVERY: wholeNumber(1).default(DEFAULT_CHANGELOG_SNAPSHOT_EVERY),
   HOOKLINE_NATS_DURABLE: name.default('hookline'),
