@@ -1,12 +1,12 @@
 import { createHmac } from 'node:crypto';
 import { EVENT_TYPES } from '../sdk/types.js';
-import { deliveryHeaders } from '../signing/delivery-headers.js';
+import { deliveryHeadersWithContentType } from '../signing/delivery-headers.js';
 import type { EventType } from '../sdk/types.js';
 import { spellJson } from './json-style.js';
 import type { Base64Damage, DeliveryDraft, FuzzCase, Tamper } from './cases.js';
 import { splitsInsideCharacters } from './text.js';
 
-/** One HTTP request of the fuzzer: the headers (a real delivery's, see deliveryHeaders), the body bytes and how they are written. */
+/** One HTTP request of the fuzzer: the headers (a real delivery's, see deliveryHeadersWithContentType), the body bytes and how they are written. */
 export interface FuzzRequest {
   readonly headers: Readonly<Record<string, string>>;
   readonly body: Uint8Array;
@@ -138,9 +138,6 @@ function chunkedBody(fuzzCase: Extract<FuzzCase, { kind: 'valid-chunked' }>, con
   return padded(fuzzCase.filler.repeat(repeats));
 }
 
-/** A real delivery's headers; content-type too, which Hookline's sender adds to them. */
-const headersOf = (custom: BuildContext['customHeaders'], id: string, timestamp: string, signature: string): Record<string, string> => ({ 'content-type': 'application/json', ...deliveryHeaders(custom, id, timestamp, signature) });
-
 /** The requests of one case, signed as the case says, with the clock and id the context gives. */
 export function buildExchange(fuzzCase: FuzzCase, context: BuildContext): FuzzExchange {
   switch (fuzzCase.kind) {
@@ -217,7 +214,7 @@ export function buildRequest(fuzzCase: FuzzCase, context: BuildContext): FuzzReq
     default:
       break;
   }
-  const headers = headersOf(context.customHeaders, id, timestamp, signatureHeader);
+  const headers = deliveryHeadersWithContentType(context.customHeaders, id, timestamp, signatureHeader);
   if (fuzzCase.kind === 'missing-header') delete headers[fuzzCase.header];
   if (fuzzCase.kind === 'garbage-header') headers[fuzzCase.header] = garbageFor(fuzzCase.header, fuzzCase.garbage, headers[fuzzCase.header]!);
   if (fuzzCase.kind === 'valid-chunked') {

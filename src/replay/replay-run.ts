@@ -8,7 +8,7 @@
  * the core is plain logic; `hookline replay` gives it undici and the real clock.
  */
 import { createHash } from 'node:crypto';
-import { deliveryHeaders } from '../signing/delivery-headers.js';
+import { deliveryHeadersWithContentType } from '../signing/delivery-headers.js';
 import { signWebhook } from '../signing/sign.js';
 import type { StoredEventRef } from './event-log.js';
 
@@ -176,7 +176,7 @@ export async function replayEvents(options: ReplayOptions): Promise<ReplaySummar
     const webhookId = job.webhookId ?? options.newWebhookId();
     const timestamp = Math.floor(now() / 1000);
     const signature = await signWebhook({ id: webhookId, timestamp, body, secrets: options.secrets });
-    const headers = { 'content-type': 'application/json', ...deliveryHeaders(options.headers, webhookId, String(timestamp), signature) };
+    const headers = deliveryHeadersWithContentType(options.headers, webhookId, String(timestamp), signature);
     const answer = await options.send(headers, body);
     sent++;
     if (answer.durationMs !== undefined) durations.push(answer.durationMs);

@@ -14,3 +14,12 @@ export const USER_AGENT = 'Hookline/0.1 (+https://www.standardwebhooks.com)';
 export function deliveryHeaders(custom: Readonly<Record<string, string>> | undefined, id: string, timestamp: string, signature: string): Record<string, string> {
   return { 'user-agent': USER_AGENT, ...custom, 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': signature };
 }
+
+/**
+ * `deliveryHeaders` with `content-type: application/json` first, as the request goes out: for the
+ * tools that write the whole request (`hookline replay`, `hookline fuzz`). The real sender adds
+ * content-type itself.
+ */
+export function deliveryHeadersWithContentType(custom: Readonly<Record<string, string>> | undefined, id: string, timestamp: string, signature: string): Record<string, string> {
+  return { 'content-type': 'application/json', ...deliveryHeaders(custom, id, timestamp, signature) };
+}
