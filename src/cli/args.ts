@@ -58,35 +58,29 @@ export function requiredText(hint: string) {
   return z.string({ error: `is required: ${hint}` }).min(1, `must not be empty: ${hint}`);
 }
 
-/**
- * A `whsec_…` secret, from `--secret` or else `envValue` (WEBHOOK_SECRET). Every problem is one line
- * naming where the value came from, and `whereToGetIt` (the endpoint's secret: the curl that shows
- * it). An empty value is the usual sign of a `$(curl …)` that failed, so it is told apart from none.
- */
+/** One `whsec_…` secret, from `--secret` or else `envValue` (WEBHOOK_SECRET): `secretsFlag` of one value. */
 export function secretFlag(envValue: string | undefined, whereToGetIt: string, use: SecretUse = 'sign') {
   return z
     .string()
     .optional()
-    .transform((flag, context) => {
-      const [value, source] = flag !== undefined ? [flag, '--secret'] : [envValue, 'WEBHOOK_SECRET'];
-      const problem = secretProblem(value, source, use);
-      if (problem === null) return value!;
-      context.addIssue({ code: 'custom', message: `${problem}; ${whereToGetIt}`, params: { namesItsSetting: true } });
-      return z.NEVER;
-    });
+    .transform((flag) => (flag === undefined ? undefined : [flag]))
+    .pipe(secretsFlag(envValue, whereToGetIt, use))
+    .transform(([secret]) => secret!);
 }
 
 /**
- * `--secret`, repeatable (declared `multiple`), else `envValue` alone: the secrets in the order
- * given, each checked as `secretFlag` checks one.
+ * `--secret`, repeatable (declared `multiple`), else `envValue` (WEBHOOK_SECRET) alone: the secrets
+ * in the order given. Every problem is one line naming where the value came from, and `whereToGetIt`
+ * (the endpoint's secret: the curl that shows it). An empty value is the usual sign of a
+ * `$(curl …)` that failed, so it is told apart from none.
  */
-export function secretsFlag(envValue: string | undefined, whereToGetIt: string) {
+export function secretsFlag(envValue: string | undefined, whereToGetIt: string, use: SecretUse = 'sign') {
   return z
     .array(z.string())
     .optional()
     .transform((flags, context) => {
       const given: Array<[string | undefined, string]> = flags && flags.length > 0 ? flags.map((flag) => [flag, '--secret']) : [[envValue, 'WEBHOOK_SECRET']];
-      const problems = given.map(([value, source]) => secretProblem(value, source)).filter((problem) => problem !== null);
+      const problems = given.map(([value, source]) => secretProblem(value, source, use)).filter((problem) => problem !== null);
       if (problems.length === 0) return given.map(([value]) => value!);
       for (const problem of problems) context.addIssue({ code: 'custom', message: `${problem}; ${whereToGetIt}`, params: { namesItsSetting: true } });
       return z.NEVER;
@@ -101,7 +95,7 @@ export function secretsFlag(envValue: string | undefined, whereToGetIt: string) 
 type SecretUse = 'sign' | 'verify';
 
 /** What is wrong with a secret taken from `source`, or null. An empty one is the usual sign of a `$(curl …)` that failed. */
-function secretProblem(value: string | undefined, source: string, use: SecretUse = 'sign'): string | null {
+function secretProblem(value: string | undefined, source: string, use: SecretUse): string | null {
   if (value === undefined) return 'no secret: pass --secret whsec_… or set WEBHOOK_SECRET';
   if (value.trim() === '') return `${source} is empty: it must be the "whsec_…" secret`;
   if (use === 'sign' && decodeSecret(value) === null) return `${source} is not a secret: it must be "whsec_" followed by base64`;
