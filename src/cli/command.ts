@@ -9,3 +9,8 @@ export interface CliCommand {
 export function wantsHelp(args: readonly string[]): boolean {
   return args.includes('--help') || args.includes('-h');
 }
+
+/** `--version` or `-v` among a command's arguments: it prints the version as `hookline --version` does. */
+export function wantsVersion(args: readonly string[]): boolean {
+  return args.includes('--version') || args.includes('-v');
+}

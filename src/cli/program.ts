@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { isHooklineError } from '../errors.js';
 import type { CliCommand } from './command.js';
+import { wantsHelp, wantsVersion } from './command.js';
 import type { CliIo } from './io.js';
 
 /** A command as the overview lists it, and how to load it. */
@@ -61,11 +62,13 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     (name ? io.stdout : io.stderr).write(`${overview(COMMANDS)}\n`);
     return name ? 0 : 2;
   }
-  if (name === '--version' || name === '-v' || name === 'version') {
+  const entry = COMMANDS.find((candidate) => candidate.name === name);
+  // After a command too (`hookline serve --version`), answered here so that no command's module
+  // loads for it; `--help` with it is the command's, which prints its help.
+  if (name === '--version' || name === '-v' || name === 'version' || (entry && wantsVersion(args) && !wantsHelp(args))) {
     io.stdout.write(`hookline ${packageVersion()}\n`);
     return 0;
   }
-  const entry = COMMANDS.find((candidate) => candidate.name === name);
   if (!entry) {
     io.stderr.write(`hookline: unknown command "${name}"\n\n${overview(COMMANDS)}\n`);
     return 2;

@@ -8,7 +8,7 @@ import { captureIo } from '../helpers/cli.js';
 import { ADMIN_KEY, startTestHookline } from '../helpers/hookline.js';
 import { makeTempDir } from '../helpers/temp-dir.js';
 
-/** The `hookline` program itself: --version, `keys list`, and how an error that escapes a command is shown. */
+/** The `hookline` program itself: --version (alone and after a command), `keys list`, and how an error that escapes a command is shown. */
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const ENTRY = join(ROOT, 'dist', 'cli', 'main.js');
@@ -28,6 +28,18 @@ describe('hookline', () => {
     const overview = captureIo();
     expect(await runCli(['--help'], overview)).toBe(0);
     expect(overview.out()).toContain('"hookline --version" prints the version');
+  });
+
+  it('--version and -v after any command print the version and exit 0, as alone; with --help the help wins', async () => {
+    for (const args of [...COMMANDS.flatMap((entry) => [[entry.name, '--version'], [entry.name, '-v']]), ['keys', 'create', '--version'], ['replay', '--from', '1h', '-v']]) {
+      const io = captureIo();
+      expect(await runCli(args, io), `${args.join(' ')}: ${io.err()}`).toBe(0);
+      expect(io.out(), args.join(' ')).toBe(`hookline ${VERSION}\n`);
+      expect(io.err(), args.join(' ')).toBe('');
+    }
+    const help = captureIo();
+    expect(await runCli(['replay', '--version', '--help'], help)).toBe(0);
+    expect(help.out()).toMatch(/^Usage: hookline replay /);
   });
 
   it('each command listed in the overview loads the command of its name', async () => {
@@ -73,9 +85,11 @@ describe('hookline', () => {
 
   it('as the installed command: --version, and a data directory under a file gives no stack trace', () => {
     ensureBuilt();
-    const version = hookline(['--version']);
-    expect(version.status).toBe(0);
-    expect(version.stdout).toBe(`hookline ${VERSION}\n`);
+    for (const args of [['--version'], ['serve', '--version']]) {
+      const version = hookline(args);
+      expect(version.status, version.stderr).toBe(0);
+      expect(version.stdout).toBe(`hookline ${VERSION}\n`);
+    }
 
     const dir = makeTempDir();
     try {
