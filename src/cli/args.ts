@@ -132,8 +132,33 @@ export const headerFlag = z
     return z.NEVER;
   });
 
-/** Where a Hookline endpoint's secret comes from, for the messages of `secretFlag`. */
-export const ENDPOINT_SECRET_HINT = 'the endpoint\'s secret is shown by curl -s http://127.0.0.1:8080/v1/webhook/secret -H "authorization: Bearer $HOOKLINE_API_KEY"';
+/**
+ * The API a command talks to unless told otherwise: HOOKLINE_URL, else where `hookline serve` listens
+ * by this environment (HOOKLINE_HOST, HOOKLINE_PORT; a wildcard host is reached on 127.0.0.1).
+ */
+export function defaultApiUrl(env: CliIo['env']): string {
+  return env.HOOKLINE_URL || listenApiUrl(env);
+}
+
+/** Where `hookline serve` listens by `env`, as a client on this machine reaches it. */
+function listenApiUrl(env: CliIo['env']): string {
+  const host = !env.HOOKLINE_HOST || env.HOOKLINE_HOST === '0.0.0.0' || env.HOOKLINE_HOST === '::' ? '127.0.0.1' : env.HOOKLINE_HOST;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${env.HOOKLINE_PORT || '8080'}`;
+}
+
+/**
+ * An address for the hint of a bad `--url`: the environment's default when it is a URL itself,
+ * else where `hookline serve` listens by `env` (never the bad value).
+ */
+export function exampleApiUrl(env: CliIo['env']): string {
+  const fallback = defaultApiUrl(env);
+  return isHttpUrl(fallback) ? fallback : listenApiUrl(env);
+}
+
+/** Where a Hookline endpoint's secret comes from, for the messages of `secretFlag`: the curl that shows it, asking the API at `apiUrl`. */
+export function endpointSecretHint(apiUrl: string): string {
+  return `the endpoint's secret is shown by curl -s ${apiUrl.replace(/\/+$/, '')}/v1/webhook/secret -H "authorization: Bearer $HOOKLINE_API_KEY"`;
+}
 
 /** An integer flag within [min, max], with a default when absent. */
 export function integerFlag(min: number, max: number, fallback: number, what: string) {
@@ -208,14 +233,16 @@ export const byteSizeFlag = (fallback: number, min = 1) => parsedFlag(parseByteS
 
 /** An absolute http(s) URL. */
 export function urlFlag(hint: string) {
-  return requiredText(hint).refine((text) => {
-    try {
-      const url = new URL(text);
-      return url.protocol === 'http:' || url.protocol === 'https:';
-    } catch {
-      return false;
-    }
-  }, `must be an absolute http:// or https:// URL: ${hint}`);
+  return requiredText(hint).refine(isHttpUrl, `must be an absolute http:// or https:// URL: ${hint}`);
+}
+
+function isHttpUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return url.protocol === 'http:' || url.protocol === 'https:';
+  } catch {
+    return false;
+  }
 }
 
 /** Writes the command's help to stdout when asked; true when it did. */

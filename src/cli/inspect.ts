@@ -3,7 +3,7 @@ import { machineGraph, renderMermaid } from '../diagram/index.js';
 import { formatInspection, matchPath, pathHighlight } from '../inspect/timeline.js';
 import { HooklineClient, NETWORK_ERROR_CODE, isHooklineApiError } from '../sdk/index.js';
 import type { DeliveryDetail } from '../sdk/index.js';
-import { defineCommand, requiredText, urlFlag } from './args.js';
+import { defaultApiUrl, defineCommand, exampleApiUrl, requiredText, urlFlag } from './args.js';
 import type { CliCommand } from './command.js';
 import type { CliIo } from './io.js';
 import { processIo } from './io.js';
@@ -29,15 +29,9 @@ const FLAGS = {
   format: { type: 'string' },
 } as const;
 
-function defaultUrl(env: CliIo['env']): string {
-  if (env.HOOKLINE_URL) return env.HOOKLINE_URL;
-  const host = !env.HOOKLINE_HOST || env.HOOKLINE_HOST === '0.0.0.0' || env.HOOKLINE_HOST === '::' ? '127.0.0.1' : env.HOOKLINE_HOST;
-  return `http://${host.includes(':') ? `[${host}]` : host}:${env.HOOKLINE_PORT || '8080'}`;
-}
-
 function schema(io: CliIo) {
   return z.object({
-    url: z.string().optional().transform((url) => url ?? defaultUrl(io.env)).pipe(urlFlag('--url http://127.0.0.1:8080')),
+    url: z.string().optional().transform((url) => url ?? defaultApiUrl(io.env)).pipe(urlFlag(`--url ${exampleApiUrl(io.env)}`)),
     'api-key': z.string().optional().transform((key) => key ?? io.env.HOOKLINE_API_KEY).pipe(requiredText("--api-key KEY (or HOOKLINE_API_KEY), the delivery's project key")),
     format: z.enum(['text', 'mermaid', 'json'], { error: 'must be text, mermaid or json' }).default('text'),
     positionals: z

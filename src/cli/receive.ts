@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { counted } from '../plural.js';
 import type { ReceivedDelivery } from '../receive/verifying-receiver.js';
 import { startVerifyingReceiver } from '../receive/verifying-receiver.js';
-import { ENDPOINT_SECRET_HINT, NO_POSITIONALS, byteSizeFlag, defineCommand, integerFlag, secretFlag } from './args.js';
+import { NO_POSITIONALS, byteSizeFlag, defaultApiUrl, defineCommand, endpointSecretHint, integerFlag, secretFlag } from './args.js';
 import type { CliCommand } from './command.js';
 import type { CliIo } from './io.js';
 import { processIo, untilAborted } from './io.js';
@@ -39,7 +39,7 @@ function schema(io: CliIo) {
     port: integerFlag(0, 65_535, 9000, 'a port'),
     host: z.string().min(1, 'must not be empty: --host 127.0.0.1').default('127.0.0.1'),
     // Read as the verifier reads it: with or without whsec_ and base64 padding.
-    secret: secretFlag(io.env.WEBHOOK_SECRET, ENDPOINT_SECRET_HINT, 'verify'),
+    secret: secretFlag(io.env.WEBHOOK_SECRET, endpointSecretHint(defaultApiUrl(io.env)), 'verify'),
     tolerance: integerFlag(0, 30 * 24 * 3600, 300, 'seconds'),
     'max-body': byteSizeFlag(1024 * 1024),
     full: z.boolean().optional(),

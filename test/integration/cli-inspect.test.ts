@@ -96,6 +96,13 @@ describe('hookline inspect', () => {
     expect(bad.err()).toContain('hookline inspect: --api-key: is required: --api-key KEY (or HOOKLINE_API_KEY)');
     expect(bad.err()).toContain('hookline inspect: --format: must be text, mermaid or json');
     expect(bad.err()).toContain('hookline inspect: the DELIVERY_ID must look like dlv_… (copy it from the delivery log)');
+    // A bad --url is shown a URL this environment points at, not the default one.
+    const schemeless = captureIo({ HOOKLINE_API_KEY: API_KEY, HOOKLINE_HOST: '10.1.2.3', HOOKLINE_PORT: '9090' });
+    expect(await createInspectCommand(schemeless).run(['dlv_01ABC', '--url', '10.1.2.3:9090'])).toBe(2);
+    expect(schemeless.err()).toContain('hookline inspect: --url: must be an absolute http:// or https:// URL: --url http://10.1.2.3:9090\n');
+    const named = captureIo({ HOOKLINE_API_KEY: API_KEY, HOOKLINE_URL: 'https://hookline.example.com' });
+    expect(await createInspectCommand(named).run(['dlv_01ABC', '--url', 'hookline.example.com'])).toBe(2);
+    expect(named.err()).toContain('--url: must be an absolute http:// or https:// URL: --url https://hookline.example.com\n');
     const help = captureIo();
     expect(await createInspectCommand(help).run(['--help'])).toBe(0);
     expect(help.out()).toContain('GET /v1/logs/webhook-deliveries/:id');

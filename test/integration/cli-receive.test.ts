@@ -109,6 +109,20 @@ describe('hookline receive', () => {
     }
   }, 180_000); // a first build of dist/ takes a while on a busy machine
 
+  it("names the API this environment points at in the secret's curl: HOOKLINE_URL, else HOOKLINE_HOST and HOOKLINE_PORT", async () => {
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ HOOKLINE_URL: 'https://hookline.example.com/', HOOKLINE_PORT: '9090' }, 'https://hookline.example.com/v1/webhook/secret'],
+      [{ HOOKLINE_HOST: '10.1.2.3', HOOKLINE_PORT: '9090' }, 'http://10.1.2.3:9090/v1/webhook/secret'],
+      [{ HOOKLINE_HOST: '0.0.0.0', HOOKLINE_PORT: '9091' }, 'http://127.0.0.1:9091/v1/webhook/secret'],
+      [{ HOOKLINE_HOST: '::1' }, 'http://[::1]:8080/v1/webhook/secret'],
+    ];
+    for (const [env, secretUrl] of cases) {
+      const io = captureIo(env);
+      expect(await createReceiveCommand(io).run(['--port', '0'])).toBe(2);
+      expect(io.err()).toBe(`hookline receive: no secret: pass --secret whsec_… or set WEBHOOK_SECRET; the endpoint's secret is shown by curl -s ${secretUrl} -H "authorization: Bearer $HOOKLINE_API_KEY"\n`);
+    }
+  });
+
   it("gives the timestamp as the reason whenever the verifier refused it for its timestamp, near the tolerance's edge too", () => {
     const signature = 'v1,AAAA';
     // The clock at .8 of a second: 300.2 s rounded to 300 passed the reason's check, though 301 whole seconds were refused.
