@@ -236,7 +236,8 @@ export function urlFlag(hint: string) {
   return requiredText(hint).refine(isHttpUrl, `must be an absolute http:// or https:// URL: ${hint}`);
 }
 
-function isHttpUrl(text: string): boolean {
+/** Whether `text` is an absolute http(s) URL. */
+export function isHttpUrl(text: string): boolean {
   try {
     const url = new URL(text);
     return url.protocol === 'http:' || url.protocol === 'https:';

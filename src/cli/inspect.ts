@@ -3,7 +3,7 @@ import { machineGraph, renderMermaid } from '../diagram/index.js';
 import { formatInspection, matchPath, pathHighlight } from '../inspect/timeline.js';
 import { HooklineClient, NETWORK_ERROR_CODE, isHooklineApiError } from '../sdk/index.js';
 import type { DeliveryDetail } from '../sdk/index.js';
-import { defaultApiUrl, defineCommand, exampleApiUrl, requiredText, urlFlag } from './args.js';
+import { defaultApiUrl, defineCommand, exampleApiUrl, isHttpUrl, requiredText, urlFlag } from './args.js';
 import type { CliCommand } from './command.js';
 import type { CliIo } from './io.js';
 import { processIo } from './io.js';
@@ -31,7 +31,19 @@ const FLAGS = {
 
 function schema(io: CliIo) {
   return z.object({
-    url: z.string().optional().transform((url) => url ?? defaultApiUrl(io.env)).pipe(urlFlag(`--url ${exampleApiUrl(io.env)}`)),
+    url: z
+      .string()
+      .optional()
+      .transform((url, context) => {
+        if (url !== undefined) return url;
+        // Without --url the address is the environment's, so a bad one names HOOKLINE_URL, not --url.
+        if (io.env.HOOKLINE_URL && !isHttpUrl(io.env.HOOKLINE_URL)) {
+          context.addIssue({ code: 'custom', message: `HOOKLINE_URL=${io.env.HOOKLINE_URL} must be an absolute http:// or https:// URL: set it like ${exampleApiUrl(io.env)}, or pass --url`, params: { namesItsSetting: true } });
+          return z.NEVER;
+        }
+        return defaultApiUrl(io.env);
+      })
+      .pipe(urlFlag(`--url ${exampleApiUrl(io.env)}`)),
     'api-key': z.string().optional().transform((key) => key ?? io.env.HOOKLINE_API_KEY).pipe(requiredText("--api-key KEY (or HOOKLINE_API_KEY), the delivery's project key")),
     format: z.enum(['text', 'mermaid', 'json'], { error: 'must be text, mermaid or json' }).default('text'),
     positionals: z

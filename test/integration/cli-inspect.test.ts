@@ -103,6 +103,10 @@ describe('hookline inspect', () => {
     const named = captureIo({ HOOKLINE_API_KEY: API_KEY, HOOKLINE_URL: 'https://hookline.example.com' });
     expect(await createInspectCommand(named).run(['dlv_01ABC', '--url', 'hookline.example.com'])).toBe(2);
     expect(named.err()).toContain('--url: must be an absolute http:// or https:// URL: --url https://hookline.example.com\n');
+    // Without --url, a bad HOOKLINE_URL is named as the setting to fix.
+    const badEnv = captureIo({ HOOKLINE_API_KEY: API_KEY, HOOKLINE_URL: 'hookline.example.com' });
+    expect(await createInspectCommand(badEnv).run(['dlv_01ABC'])).toBe(2);
+    expect(badEnv.err()).toBe('hookline inspect: HOOKLINE_URL=hookline.example.com must be an absolute http:// or https:// URL: set it like http://127.0.0.1:8080, or pass --url\n');
     const help = captureIo();
     expect(await createInspectCommand(help).run(['--help'])).toBe(0);
     expect(help.out()).toContain('GET /v1/logs/webhook-deliveries/:id');
