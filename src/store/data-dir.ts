@@ -30,7 +30,7 @@ export function claimDataDir(dataDir: string): ClaimedDataDir {
   }
   let created: string | undefined;
   try {
-    created = makeDirectories(dataDir);
+    created = createDataDir(dataDir);
     const lock = lockDataDir(dataDir);
     return {
       release: () => lock.release(),
@@ -47,6 +47,18 @@ export function claimDataDir(dataDir: string): ClaimedDataDir {
   } catch (error) {
     if (created !== undefined) rmSync(created, { recursive: true, force: true });
     if (isHooklineError(error)) throw error;
+    throw dataDirError(dataDir, error as NodeJS.ErrnoException);
+  }
+}
+
+/**
+ * Creates `dataDir` and its missing parents; returns the first directory it made, if any.
+ * @throws {HooklineError} `HOOKLINE_ERR_STARTUP` naming the setting, its value and what to do
+ */
+export function createDataDir(dataDir: string): string | undefined {
+  try {
+    return makeDirectories(dataDir);
+  } catch (error) {
     throw dataDirError(dataDir, error as NodeJS.ErrnoException);
   }
 }
