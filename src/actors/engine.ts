@@ -1,5 +1,4 @@
 import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import type { Settings } from '../config/settings.js';
 import { HooklineError } from '../errors.js';
 import { idLowerBound, newProjectId, newSortableId } from '../store/ids.js';
@@ -9,6 +8,7 @@ import { countDeadLetters, countDeliveriesByStatus } from '../store/delivery-que
 import type { DeadLetterFilter, UnstoredSteps } from '../store/delivery-query.js';
 import type { DeliveryRecord } from '../store/records.js';
 import { HooklineStore } from '../store/store.js';
+import { createDataDir } from '../store/data-dir.js';
 import type { EventInput } from '../transport/event-input.js';
 import { isBlockedAddress } from '../transport/address-guard.js';
 import { HttpSender } from '../transport/http-sender.js';
@@ -87,7 +87,7 @@ export class Engine implements BatchEventSink {
     readonly settings: Settings,
     options: EngineOptions,
   ) {
-    mkdirSync(settings.dataDir, { recursive: true });
+    createDataDir(settings.dataDir);
     this.store = new HooklineStore({ path: settings.dataDir, maxDataBytes: settings.maxDataBytes, ...(options.mapSize ? { mapSize: options.mapSize } : {}) });
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? silentLogger;

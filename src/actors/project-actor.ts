@@ -277,7 +277,10 @@ export class ProjectActor {
 
   /** Starts a new round for every dead-lettered delivery that matches; returns how many. */
   async redrive(filter: DeadLetterFilter): Promise<number> {
-    const writes = [...this.redrivable(filter)].map(({ delivery, step }) => this.lifecycle.apply(delivery, 'REDRIVE', step));
+    // Oldest first: the dead letters are found newest first, and they join the ordered line (and the
+    // ready queue) in the order they are taken in, so an ordered endpoint would get them reversed.
+    const redrivable = [...this.redrivable(filter)].sort((a, b) => (a.delivery.id < b.delivery.id ? -1 : 1));
+    const writes = redrivable.map(({ delivery, step }) => this.lifecycle.apply(delivery, 'REDRIVE', step));
     await Promise.all(writes);
     return writes.length;
   }

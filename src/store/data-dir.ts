@@ -30,7 +30,7 @@ export function claimDataDir(dataDir: string): ClaimedDataDir {
   }
   let created: string | undefined;
   try {
-    created = mkdirSync(dataDir, { recursive: true });
+    created = createDataDir(dataDir);
     const lock = lockDataDir(dataDir);
     return {
       release: () => lock.release(),
@@ -51,6 +51,63 @@ export function claimDataDir(dataDir: string): ClaimedDataDir {
   }
 }
 
+/**
+ * Creates `dataDir` and its missing parents; returns the first directory it made, if any.
+ * @throws {HooklineError} `HOOKLINE_ERR_STARTUP` naming the setting, its value and what to do
+ */
+export function createDataDir(dataDir: string): string | undefined {
+  try {
+    return makeDirectories(dataDir);
+  } catch (error) {
+    throw dataDirError(dataDir, error as NodeJS.ErrnoException);
+  }
+}
+
+/**
+ * `mkdir -p`, one level at a time from the nearest existing ancestor, returning the first directory
+ * it made (as `mkdirSync(…, { recursive: true })` does). Node 20's recursive mkdirSync spins forever
+ * when mkdir answers ENOENT under a parent that exists (any path under /proc); made one level at a
+ * time, that answer is an error like any other.
+ */
+function makeDirectories(dataDir: string): string | undefined {
+  const missing: string[] = [];
+  for (let current = resolve(dataDir); !exists(current) && dirname(current) !== current; current = dirname(current)) missing.unshift(current);
+  let created: string | undefined;
+  try {
+    for (const directory of missing) {
+      try {
+        mkdirSync(directory);
+      } catch (error) {
+        // Made by another process meanwhile: as good as made here.
+        if ((error as NodeJS.ErrnoException).code === 'EEXIST' && isDirectory(directory)) continue;
+        throw error;
+      }
+      created ??= directory;
+    }
+  } catch (error) {
+    if (created !== undefined) rmSync(created, { recursive: true, force: true });
+    throw error;
+  }
+  return created;
+}
+
+function exists(path: string): boolean {
+  try {
+    statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 function dataDirError(dataDir: string, error: NodeJS.ErrnoException): HooklineError {
   const setting = `HOOKLINE_DATA_DIR=${dataDir}`;
   const file = error.code === 'ENOTDIR' || error.code === 'EEXIST' ? fileOnPath(dataDir) : null;
@@ -62,7 +119,9 @@ function dataDirError(dataDir: string, error: NodeJS.ErrnoException): HooklineEr
         ? 'is on a read-only filesystem; choose a directory on a writable one'
         : error.code === 'ENOSPC'
           ? 'is on a full disk; free space or choose another HOOKLINE_DATA_DIR'
-          : `cannot be created or written (${error.code ?? error.message}); choose another HOOKLINE_DATA_DIR`;
+          : error.code === 'ENOENT' && error.path !== undefined && isDirectory(dirname(error.path))
+            ? `cannot be created or written: ${dirname(error.path)} exists but refused to hold ${error.path} (ENOENT), as virtual filesystems such as /proc do; choose a HOOKLINE_DATA_DIR on a disk`
+            : `cannot be created or written (${error.code ?? error.message}); choose another HOOKLINE_DATA_DIR`;
   return new HooklineError('HOOKLINE_ERR_STARTUP', `${setting} ${file ? `cannot be used: ${explanation}` : explanation}`, { cause: error, details: [{ path: 'HOOKLINE_DATA_DIR', message: explanation }] });
 }
 

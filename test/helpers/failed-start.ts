@@ -6,7 +6,7 @@ import { ensureBuilt } from './child-node.js';
 
 /** `hookline serve` started to fail: what it printed, how it exited and how long it took. */
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const ENTRY = join(ROOT, 'dist', 'cli', 'main.js');
 
 export interface FailedStart {

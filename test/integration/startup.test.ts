@@ -1,10 +1,12 @@
 import { chmodSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { startChildNode, type ChildNode } from '../helpers/child-node.js';
-import { ENTRY, expectOneLineFailure, hooklineLines, serveUntilExit } from '../helpers/failed-start.js';
+import { ensureBuilt, startChildNode, type ChildNode } from '../helpers/child-node.js';
+import { ENTRY, ROOT, expectOneLineFailure, hooklineLines, serveUntilExit } from '../helpers/failed-start.js';
 import { makeTempDir } from '../helpers/temp-dir.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 /**
  * `hookline serve` as an operator meets it: one process per data directory, and start-up failures
@@ -117,6 +119,37 @@ describe('start-up failures: one line naming the setting, exit 1, nothing writte
     const result = await serveUntilExit({ HOOKLINE_DATA_DIR: dataDir }, process.getuid?.() === 0 ? { uid: 65534 } : {});
     expectOneLineFailure(result, new RegExp(`^hookline serve: HOOKLINE_DATA_DIR=${dataDir} cannot be written by user \\S+ \\(EACCES\\); give that user write permission`));
     expect(readdirSync(dataDir)).toEqual([]);
+  });
+
+  it.skipIf(!existsSync('/proc/self'))('HOOKLINE_DATA_DIR under /proc, where mkdir answers ENOENT: refused at once (Node 20\'s recursive mkdir spun there forever); missing and relative directories are still made, and removed after a failed start', async () => {
+    for (const dataDir of ['/proc/hookline-data', '/proc/hookline-data/nested']) {
+      const result = await serveUntilExit({ HOOKLINE_DATA_DIR: dataDir }, { timeoutMs: 10_000 });
+      expectOneLineFailure(result, new RegExp(`^hookline serve: HOOKLINE_DATA_DIR=${dataDir} cannot be created or written: /proc exists but refused to hold /proc/hookline-data \\(ENOENT\\), as virtual filesystems such as /proc do; choose a HOOKLINE_DATA_DIR on a disk$`));
+      expect(result.elapsedMs).toBeLessThan(5_000);
+    }
+
+    const base = tempDir();
+    const nested = relative(ROOT, join(base, 'a', 'b', 'data'));
+    const port = await listening(createServer());
+    expectOneLineFailure(await serveUntilExit({ HOOKLINE_PORT: String(port), HOOKLINE_DATA_DIR: nested }), /HOOKLINE_PORT=\d+ is already in use/);
+    expect(readdirSync(base)).toEqual([]);
+    const node = await startNode(nested);
+    expect((await fetch(`${node.url}/healthz`)).status).toBe(200);
+    expect(existsSync(join(base, 'a', 'b', 'data', 'data.mdb'))).toBe(true);
+  });
+
+  it.skipIf(!existsSync('/proc/self'))('Engine.start (the library entry) refuses a data directory under /proc too, instead of hanging', async () => {
+    ensureBuilt();
+    // In a child: the hang is a synchronous loop, which would also stop this test's own timers.
+    const script = `import('./dist/index.js').then(({ Engine, defaultSettings }) => Engine.start({ settings: defaultSettings({ dataDir: '/proc/hookline-data/nested', logLevel: 'silent' }) })).then(() => console.log('started'), (error) => console.log(error.code, error.message))`;
+    const child = spawn(process.execPath, ['-e', script], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    onTestFinished(() => void child.kill('SIGKILL'));
+    let stdout = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    await waitFor(() => child.exitCode !== null, { timeoutMs: 10_000, message: 'Engine.start to give up on /proc' });
+    await exited;
+    expect(stdout).toMatch(/^HOOKLINE_ERR_STARTUP HOOKLINE_DATA_DIR=\/proc\/hookline-data\/nested cannot be created or written: \/proc exists but refused to hold \/proc\/hookline-data \(ENOENT\)/);
   });
 
   it('HOOKLINE_NATS_URL at a server that is not NATS (silent, like Redis): exit 1 within 15 s, password masked, nothing written', async () => {

@@ -128,6 +128,20 @@ describe('ordered delivery', () => {
     expect((await hookline.client.getDelivery(ids[0]!)).status).toBe('retrying');
   });
 
+  it('a redrive of several dead letters sends them in ingest order (they went out newest first)', async () => {
+    const hookline = await startTestHookline({ retrySchedule: [0] });
+    let failing = true;
+    const receiver = await startReceiver({ respond: () => ({ status: failing ? 500 : 204 }) });
+    await configureFifo(hookline, receiver);
+    const answers = await hookline.client.sendEvents([1, 2, 3, 4, 5].map((n) => ({ type: 'service.trigger.event' as const, data: { n } })));
+    const ids = answers.map((answer) => (answer.ok ? answer.deliveryId! : ''));
+    await waitForDeliveryStatus(hookline.client, ids[4]!, 'dead_lettered');
+    failing = false;
+    expect((await hookline.client.redriveDeadLetters()).redriven).toBe(5);
+    await waitFor(() => receiver.received.length === 10, { message: 'the five redriven deliveries' });
+    expect(receiver.received.slice(5).map((delivery) => delivery.webhookId)).toEqual(ids);
+  });
+
   it('redrive and replay join the line at its tail', async () => {
     const hookline = await startTestHookline({ retrySchedule: [0] });
     let failA = true;
