@@ -163,6 +163,11 @@ export interface ConnectNatsOptions extends Partial<ConnectionOptions> {
    * the line naming what to fix; the owner stops claiming to be ready. @default none
    */
   onClosed?: (reason: HooklineError) => void;
+  /**
+   * What stops with the connection, as the error line and the readiness reason say it when the
+   * connection ends for good. @default 'NATS ingest has stopped'
+   */
+  stops?: string;
 }
 
 /**
@@ -170,7 +175,7 @@ export interface ConnectNatsOptions extends Partial<ConnectionOptions> {
  * announces. A failure to connect is one `HOOKLINE_ERR_NATS_UNAVAILABLE` (or `HOOKLINE_ERR_CONFIG`)
  * line naming the setting to check (src/transport/nats-start-error.ts).
  */
-export async function connectNats(access: NatsAccess, { logger, onClosed, ...extra }: ConnectNatsOptions = {}): Promise<NatsConnection> {
+export async function connectNats(access: NatsAccess, { logger, onClosed, stops, ...extra }: ConnectNatsOptions = {}): Promise<NatsConnection> {
   const options = natsConnectOptions(access, { reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250, ...extra }, Date.now(), logger);
   let connection: NatsConnection;
   const pending = connect(options);
@@ -198,7 +203,7 @@ export async function connectNats(access: NatsAccess, { logger, onClosed, ...ext
   if (logger) void reportConnectionChanges(connection, access, logger);
   void connection.closed().then((error) => {
     if (!error) return;
-    const reason = natsConnectionClosed(access, error);
+    const reason = natsConnectionClosed(access, error, stops);
     logger?.error({ err: error }, reason.message);
     onClosed?.(reason);
   });
@@ -278,8 +283,8 @@ async function reportConnectionChanges(connection: NatsConnection, access: NatsA
   }
 }
 
-/** The error for a connection nats.js gave up on: what to fix, as a start would say it, and that ingest stopped. */
-export function natsConnectionClosed(access: NatsAccess, error: unknown): HooklineError {
+/** The error for a connection nats.js gave up on: what to fix, as a start would say it, and what `stops` with it. */
+export function natsConnectionClosed(access: NatsAccess, error: unknown, stops = 'NATS ingest has stopped'): HooklineError {
   const cause = natsStartError(access, error);
-  return new HooklineError('HOOKLINE_ERR_NATS_UNAVAILABLE', `NATS connection closed for good, NATS ingest has stopped: ${cause.message}; then restart Hookline`, { cause: error, details: cause.details });
+  return new HooklineError('HOOKLINE_ERR_NATS_UNAVAILABLE', `NATS connection closed for good, ${stops}: ${cause.message}; then restart Hookline`, { cause: error, details: cause.details });
 }
