@@ -36,15 +36,25 @@ afterEach(async () => {
   dir = server = publisher = stream = cluster = null;
 });
 
-/** A JetStream nats-server on `port` whose only client credential is `token`; restart it to apply another. */
-function tokenServer(port: number, storeDir: string, configFile: string) {
-  const process = natsServerProcess(['-c', configFile], `nats-server on ${port}`, port);
+/**
+ * A JetStream nats-server on `port` whose only client credential is `token`; restart it to apply
+ * another. Its monitoring endpoint (on `monitorPort`) lists the connections it closed since it
+ * started, each with the client's name and why.
+ */
+function tokenServer(port: number, monitorPort: number, storeDir: string, configFile: string) {
+  const process = natsServerProcess(['-c', configFile, '-m', String(monitorPort)], `nats-server on ${port}`, port);
   return {
     process,
     async restartWith(token: string) {
       await process.signal('SIGTERM');
       writeFileSync(configFile, [`listen: 127.0.0.1:${port}`, `jetstream { store_dir: "${storeDir}" }`, `authorization { token: "${token}" }`].join('\n'));
       await process.start();
+    },
+    /** How many connections named `name` the server refused (`Authentication Failure`) since it started. */
+    async refusals(name: string): Promise<number> {
+      const response = await fetch(`http://127.0.0.1:${monitorPort}/connz?state=closed`);
+      const { connections } = (await response.json()) as { connections: Array<{ name?: string; reason?: string }> };
+      return connections.filter((connection) => connection.name === name && connection.reason === 'Authentication Failure').length;
     },
   };
 }
@@ -53,7 +63,7 @@ describe('NATS refusing the credentials for a while', () => {
   it('an event published once the server takes the token again is delivered', async () => {
     dir = makeTempDir('hookline-nats-auth-');
     const port = await freePort();
-    const nats = tokenServer(port, join(dir.path, 'store'), join(dir.path, 'nats.conf'));
+    const nats = tokenServer(port, await freePort(), join(dir.path, 'store'), join(dir.path, 'nats.conf'));
     server = nats.process;
     await nats.restartWith(TOKEN);
     const url = `nats://127.0.0.1:${port}`;
@@ -64,9 +74,9 @@ describe('NATS refusing the credentials for a while', () => {
     await configureReceiver(hookline, receiver);
 
     await nats.restartWith('othertoken');
-    // The wrong token stays in force for seconds, as a rollout would leave it: every reconnect
-    // meanwhile (one each 250 ms) is refused, far more than the two after which nats.js gave up.
-    await new Promise<void>((resolve) => setTimeout(resolve, 3_000));
+    // The wrong token stays in force until the server has refused Hookline's reconnects at least
+    // twice in a row: nats.js gives up after two unless told not to.
+    await waitFor(async () => (await nats.refusals('hookline')) >= 2, { timeoutMs: 15_000, message: "the server to refuse Hookline's token twice" });
     await nats.restartWith(TOKEN);
 
     publisher = await connect({ servers: url, token: TOKEN, timeout: 3_000 });
