@@ -4,7 +4,7 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { configureReceiver, startTestHookline } from '../helpers/hookline.js';
-import { deleteStreams, freePort, natsServerProcess, natsSettings, publishUntilAcked, uniqueNatsNames } from '../helpers/nats.js';
+import { deleteStreams, natsSettings, publishUntilAcked, tokenNatsServer, uniqueNatsNames } from '../helpers/nats.js';
 import type { NatsServerProcess } from '../helpers/nats.js';
 import { startNatsCluster } from '../helpers/nats-cluster.js';
 import type { TestNatsCluster } from '../helpers/nats-cluster.js';
@@ -36,37 +36,13 @@ afterEach(async () => {
   dir = server = publisher = stream = cluster = null;
 });
 
-/**
- * A JetStream nats-server on `port` whose only client credential is `token`; restart it to apply
- * another. Its monitoring endpoint (on `monitorPort`) lists the connections it closed since it
- * started, each with the client's name and why.
- */
-function tokenServer(port: number, monitorPort: number, storeDir: string, configFile: string) {
-  const process = natsServerProcess(['-c', configFile, '-m', String(monitorPort)], `nats-server on ${port}`, port);
-  return {
-    process,
-    async restartWith(token: string) {
-      await process.signal('SIGTERM');
-      writeFileSync(configFile, [`listen: 127.0.0.1:${port}`, `jetstream { store_dir: "${storeDir}" }`, `authorization { token: "${token}" }`].join('\n'));
-      await process.start();
-    },
-    /** How many connections named `name` the server refused (`Authentication Failure`) since it started. */
-    async refusals(name: string): Promise<number> {
-      const response = await fetch(`http://127.0.0.1:${monitorPort}/connz?state=closed`);
-      const { connections } = (await response.json()) as { connections: Array<{ name?: string; reason?: string }> };
-      return connections.filter((connection) => connection.name === name && connection.reason === 'Authentication Failure').length;
-    },
-  };
-}
-
 describe('NATS refusing the credentials for a while', () => {
   it('an event published once the server takes the token again is delivered', async () => {
     dir = makeTempDir('hookline-nats-auth-');
-    const port = await freePort();
-    const nats = tokenServer(port, await freePort(), join(dir.path, 'store'), join(dir.path, 'nats.conf'));
+    const nats = await tokenNatsServer(dir.path);
     server = nats.process;
     await nats.restartWith(TOKEN);
-    const url = `nats://127.0.0.1:${port}`;
+    const url = nats.url;
     const names = uniqueNatsNames();
     stream = names.natsStream;
     const hookline = await startTestHookline({ ...natsSettings(url, names), natsToken: TOKEN });
