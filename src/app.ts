@@ -27,6 +27,11 @@ export interface Hookline {
 export interface StartOptions extends Omit<EngineOptions, 'settings' | 'logger'> {
   /** A pino logger; @default one at `settings.logLevel` writing JSON to stdout */
   logger?: PinoLogger;
+  /**
+   * Cluster mode: how many reconnects in a row the lease worker's NATS connection may fail before
+   * it ends for good (tests make it end). @default -1, reconnect forever
+   */
+  leaseReconnectAttempts?: number;
 }
 
 /** The structured logger of a node: pino, with secrets redacted wherever they could appear. */
@@ -96,7 +101,10 @@ async function startSingleNode(settings: Settings, options: StartOptions, logger
 async function startClusterNode(settings: Settings, options: StartOptions, logger: PinoLogger): Promise<Hookline> {
   const { ClusterNode } = await import('./cluster/cluster-node.js');
   const readiness = new Readiness();
-  const cluster = new ClusterNode(settings, { nodeId: settings.nodeId, partitions: settings.partitions, leaseMs: settings.leaseMs }, logger, (reason) => readiness.fail(reason));
+  const { leaseReconnectAttempts } = options;
+  const clusterSettings = { nodeId: settings.nodeId, partitions: settings.partitions, leaseMs: settings.leaseMs, ...(leaseReconnectAttempts !== undefined ? { leaseReconnectAttempts } : {}) };
+  // Either of its NATS connections (the node's, the lease worker's) ending for good takes it out of rotation.
+  const cluster = new ClusterNode(settings, clusterSettings, logger, (reason) => readiness.fail(reason));
   await cluster.connect();
   const embedded = new EmbeddedTransport();
   let engine: Engine;
@@ -121,8 +129,9 @@ async function startClusterNode(settings: Settings, options: StartOptions, logge
 
 /**
  * Whether a node takes traffic, for `GET /readyz`: starting until it listens, draining once closing.
- * A node whose NATS connection ended for good runs on (HTTP, deliveries) but is `unavailable`, with
- * the reason, until it is restarted: a load balancer and an operator both see it at once.
+ * A node whose NATS connection (in a cluster, either of its two) ended for good runs on (HTTP,
+ * deliveries) but is `unavailable`, with the reason, until it is restarted: a load balancer and an
+ * operator both see it at once.
  */
 class Readiness {
   stage: 'starting' | 'ready' | 'draining' = 'starting';

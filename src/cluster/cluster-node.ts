@@ -30,6 +30,8 @@ export interface ClusterSettings {
   nodeId: string;
   partitions: number;
   leaseMs: number;
+  /** The lease worker connection's reconnect limit (`LeaseKeeperOptions`). @default -1, reconnect forever */
+  leaseReconnectAttempts?: number;
 }
 
 /** What `GET /healthz` shows of a cluster node. */
@@ -86,7 +88,10 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
     private readonly settings: Settings,
     readonly cluster: ClusterSettings,
     private readonly logger: Logger,
-    /** Called once if the node's NATS connection ends for good while it runs (see `connectNats`). */
+    /**
+     * Called once if a NATS connection of the node (its own, or its lease worker's) ends for good
+     * while it runs (see `connectNats`).
+     */
     private readonly onNatsClosed: (reason: HooklineError) => void = () => {},
   ) {}
 
@@ -134,7 +139,9 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
         partitions: this.cluster.partitions,
         leaseMs: this.cluster.leaseMs,
         tickMs,
+        ...(this.cluster.leaseReconnectAttempts !== undefined ? { maxReconnectAttempts: this.cluster.leaseReconnectAttempts } : {}),
         logger: this.logger,
+        onConnectionClosed: this.onNatsClosed,
       });
       // Handled when awaited below; until then, a failure must not count as an unhandled rejection.
       leases.catch(() => {});

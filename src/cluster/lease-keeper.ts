@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../actors/actor-deps.js';
+import { HooklineError } from '../errors.js';
 import type { NatsAccess } from '../transport/nats-access.js';
 import { natsStartError } from '../transport/nats-start-error.js';
 import type { FencedOutcome } from './lease-renewal.js';
@@ -40,7 +41,18 @@ export interface LeaseKeeperOptions {
    * @default the larger of 30 s and 6 lease times
    */
   maxStallMs?: number;
+  /**
+   * How many reconnects in a row the worker's connection may fail before nats.js gives up on it
+   * (tests make it end for good this way). @default -1, reconnect forever
+   */
+  maxReconnectAttempts?: number;
   logger: Logger;
+  /**
+   * Called once if the worker's NATS connection ends for good while the node runs (logged already,
+   * by the worker), with the line naming what to fix: the node renews no lease from then on.
+   * @default none
+   */
+  onConnectionClosed?: (reason: HooklineError) => void;
 }
 
 /** A stall this long is a stuck node, not a slow one (a long GC, a restore's turn, swap). */
@@ -74,6 +86,7 @@ export class LeaseKeeper implements CoordinatorLeases {
     readonly nodeId: string,
     private readonly logger: Logger,
     tickMs: number,
+    private readonly onConnectionClosed: (reason: HooklineError) => void,
   ) {
     this.shared = new BigInt64Array(shared);
     this.markTurn();
@@ -95,10 +108,11 @@ export class LeaseKeeper implements CoordinatorLeases {
       leaseMs: options.leaseMs,
       tickMs: options.tickMs,
       maxStallMs: options.maxStallMs ?? defaultMaxStallMs(options.leaseMs),
+      ...(options.maxReconnectAttempts !== undefined ? { maxReconnectAttempts: options.maxReconnectAttempts } : {}),
       shared,
     };
     const worker = new Worker(new URL('./lease-worker.js', import.meta.url), { workerData: data, name: 'hookline-leases' });
-    const keeper = new LeaseKeeper(worker, shared, options.nodeId, options.logger, options.tickMs);
+    const keeper = new LeaseKeeper(worker, shared, options.nodeId, options.logger, options.tickMs, options.onConnectionClosed ?? (() => {}));
     try {
       await new Promise<void>((resolve, reject) => {
         worker.on('message', (message: LeaseWorkerMessage) => {
@@ -136,6 +150,8 @@ export class LeaseKeeper implements CoordinatorLeases {
       else waiter?.resolve(message.result);
     } else if (message.type === 'fenced') {
       this.fencedListener(message.partition, message.outcome);
+    } else if (message.type === 'closed') {
+      if (!this.stopping) this.onConnectionClosed(new HooklineError('HOOKLINE_ERR_NATS_UNAVAILABLE', message.reason));
     } else if (message.type === 'log') {
       this.logger[message.level](message.fields, message.message);
     }

@@ -20,6 +20,8 @@ export interface LeaseWorkerData {
   leaseMs: number;
   tickMs: number;
   maxStallMs: number;
+  /** The worker connection's nats.js `maxReconnectAttempts`; unset, it reconnects forever. */
+  maxReconnectAttempts?: number;
   shared: SharedArrayBuffer;
 }
 
@@ -43,6 +45,8 @@ export interface ErrorFields {
 export type LeaseWorkerMessage =
   | { type: 'ready' }
   | { type: 'failed'; error: ErrorFields }
+  /** The worker's NATS connection ended for good after the start (no lease is renewed any more), and the line naming what to fix. */
+  | { type: 'closed'; reason: string }
   | { type: 'reply'; id: number; result?: unknown; error?: ErrorFields }
   | { type: 'fenced'; partition: number; outcome: FencedOutcome }
   | { type: 'log'; level: 'info' | 'warn' | 'error'; fields: Record<string, unknown>; message: string };

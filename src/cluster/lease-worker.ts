@@ -63,7 +63,14 @@ async function answer(request: LeaseRequest): Promise<unknown> {
 
 async function start(): Promise<void> {
   try {
-    connection = await connectNats(data.access, { name: `hookline-${data.nodeId}-leases`, noAsyncTraces: true, logger });
+    connection = await connectNats(data.access, {
+      name: `hookline-${data.nodeId}-leases`,
+      noAsyncTraces: true,
+      ...(data.maxReconnectAttempts !== undefined ? { maxReconnectAttempts: data.maxReconnectAttempts } : {}),
+      logger,
+      stops: "this node's partition leases are no longer renewed (it acts for none once they lapse)",
+      onClosed: (reason) => post({ type: 'closed', reason: reason.message }),
+    });
     const manager = await reachJetStream(connection, logger);
     const kv = await ensureKv(connection, manager, data.bucket, data.replicas, logger);
     leases = new PartitionLeases(kv, kvKeyLister(manager, data.bucket), data.nodeId, data.leaseMs);

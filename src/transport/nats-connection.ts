@@ -9,7 +9,7 @@ import { HooklineError } from '../errors.js';
 import { natsAuthMode } from './nats-access.js';
 import { seedUrls } from './nats-seeds.js';
 import type { NatsAccess } from './nats-access.js';
-import { NATS_CONNECT_TIMEOUT_MS, natsStartError } from './nats-start-error.js';
+import { NATS_CONNECT_TIMEOUT_MS, natsStartError, refusesCredentials } from './nats-start-error.js';
 
 /**
  * Settings → nats.js connect options: the seed URLs (with credentials carried in them taken out,
@@ -163,6 +163,11 @@ export interface ConnectNatsOptions extends Partial<ConnectionOptions> {
    * the line naming what to fix; the owner stops claiming to be ready. @default none
    */
   onClosed?: (reason: HooklineError) => void;
+  /**
+   * What stops with the connection, as the error line and the readiness reason say it when the
+   * connection ends for good. @default 'NATS ingest has stopped'
+   */
+  stops?: string;
 }
 
 /**
@@ -170,7 +175,7 @@ export interface ConnectNatsOptions extends Partial<ConnectionOptions> {
  * announces. A failure to connect is one `HOOKLINE_ERR_NATS_UNAVAILABLE` (or `HOOKLINE_ERR_CONFIG`)
  * line naming the setting to check (src/transport/nats-start-error.ts).
  */
-export async function connectNats(access: NatsAccess, { logger, onClosed, ...extra }: ConnectNatsOptions = {}): Promise<NatsConnection> {
+export async function connectNats(access: NatsAccess, { logger, onClosed, stops, ...extra }: ConnectNatsOptions = {}): Promise<NatsConnection> {
   const options = natsConnectOptions(access, { reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250, ...extra }, Date.now(), logger);
   let connection: NatsConnection;
   const pending = connect(options);
@@ -185,11 +190,10 @@ export async function connectNats(access: NatsAccess, { logger, onClosed, ...ext
   } catch (error) {
     pending.then((late) => late.close(), () => {}).catch(() => {});
     const startError = natsStartError(access, error);
-    // A server that wants a client certificate refuses one missing only after a TLS 1.3 handshake,
-    // which nats.js sees as a silent server (a timeout); with several seeds it reports whichever it
-    // tried last (a dead one). A probe of every seed hears the refusal, which says more than either.
+    // nats.js reports only the error of the seed it tried last (in random order), often a dead one,
+    // and a missing client certificate as a silent server: a seed's refusal says what to fix.
     const blamesUrl = startError.details[0]?.path === 'HOOKLINE_NATS_URL';
-    const refusal = options.tls && blamesUrl ? await firstTlsRefusal(seedUrls(access.natsUrl).map((seed) => seed.server), options.tls) : null;
+    const refusal = blamesUrl ? await firstSeedRefusal(seedUrls(access.natsUrl).map((seed) => seed.server), options) : null;
     throw refusal ? natsStartError(access, refusal) : startError;
   } finally {
     clearTimeout(timer);
@@ -198,7 +202,7 @@ export async function connectNats(access: NatsAccess, { logger, onClosed, ...ext
   if (logger) void reportConnectionChanges(connection, access, logger);
   void connection.closed().then((error) => {
     if (!error) return;
-    const reason = natsConnectionClosed(access, error);
+    const reason = natsConnectionClosed(access, error, stops);
     logger?.error({ err: error }, reason.message);
     onClosed?.(reason);
   });
@@ -218,10 +222,31 @@ function keepReconnectingThroughRefusals(connection: NatsConnection): void {
   if (kept) kept.ignoreAuthErrorAbort = true;
 }
 
-/** The first TLS refusal, in seed order, of the seeds that accept a connection (probed at once). */
-async function firstTlsRefusal(servers: string[], tls: TlsOptions): Promise<Error | null> {
-  const refusals = await Promise.all(servers.map((server) => tlsRefusal(server, tls)));
+/**
+ * The first refusal, in seed order, that a seed probed alone gives (every seed at once, each probe
+ * bounded): its TLS alert, or its refusal of the credentials. A server that wants a client
+ * certificate refuses one missing only after a TLS 1.3 handshake, which nats.js sees as a silent
+ * server; credentials refused by one of several seeds are lost when nats.js tries a dead one last.
+ * With one seed, nats.js heard its refusal of the credentials itself.
+ */
+async function firstSeedRefusal(servers: string[], options: ConnectionOptions): Promise<Error | null> {
+  const refusals = await Promise.all(
+    servers.map(async (server) => {
+      const [tls, credentials] = await Promise.all([options.tls ? tlsRefusal(server, options.tls) : null, servers.length > 1 ? credentialsRefusal(server, options) : null]);
+      return tls ?? credentials;
+    }),
+  );
   return refusals.find((refusal) => refusal !== null) ?? null;
+}
+
+/** The server's refusal of the credentials (or their expiry), when a connection to it alone gets one. */
+async function credentialsRefusal(server: string, options: ConnectionOptions): Promise<Error | null> {
+  try {
+    await (await connect({ ...options, servers: [server], reconnect: false })).close();
+    return null;
+  } catch (error) {
+    return refusesCredentials(error) ? (error as Error) : null;
+  }
 }
 
 /** How long the TLS probe waits for a refusal after its handshake. */
@@ -278,8 +303,8 @@ async function reportConnectionChanges(connection: NatsConnection, access: NatsA
   }
 }
 
-/** The error for a connection nats.js gave up on: what to fix, as a start would say it, and that ingest stopped. */
-export function natsConnectionClosed(access: NatsAccess, error: unknown): HooklineError {
+/** The error for a connection nats.js gave up on: what to fix, as a start would say it, and what `stops` with it. */
+export function natsConnectionClosed(access: NatsAccess, error: unknown, stops = 'NATS ingest has stopped'): HooklineError {
   const cause = natsStartError(access, error);
-  return new HooklineError('HOOKLINE_ERR_NATS_UNAVAILABLE', `NATS connection closed for good, NATS ingest has stopped: ${cause.message}; then restart Hookline`, { cause: error, details: cause.details });
+  return new HooklineError('HOOKLINE_ERR_NATS_UNAVAILABLE', `NATS connection closed for good, ${stops}: ${cause.message}; then restart Hookline`, { cause: error, details: cause.details });
 }

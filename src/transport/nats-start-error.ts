@@ -33,6 +33,18 @@ function authSetting(access: NatsAccess): string {
   }
 }
 
+/** The words of a NATS or Node error, its cause's included, in lower case. */
+function errorText(error: unknown): string {
+  const cause = error as { name?: string; message?: string; cause?: { message?: string } } | null;
+  return `${cause?.name ?? ''} ${cause?.message ?? ''} ${cause?.cause?.message ?? ''}`.toLowerCase();
+}
+
+/** Whether a server refused the client's credentials, or found them expired. */
+export function refusesCredentials(error: unknown): boolean {
+  const text = errorText(error);
+  return text.includes('expired') || text.includes('authorization') || text.includes('authentication') || text.includes('permission');
+}
+
 /**
  * One line for a NATS start that failed: the setting, its value (secrets masked) and what to check,
  * picked by how it failed (refused, unresolvable, silent, credentials refused or expired, TLS, no
@@ -42,7 +54,7 @@ export function natsStartError(target: NatsAccess | string | readonly string[], 
   if (isHooklineError(error)) return error;
   const access: NatsAccess = typeof target === 'object' && 'natsUrl' in target ? target : { natsUrl: typeof target === 'string' ? target : target.join(',') };
   const cause = error as { code?: string; name?: string; message?: string; cause?: { code?: string; message?: string } };
-  const text = `${cause.name ?? ''} ${cause.message ?? ''} ${cause.cause?.message ?? ''}`.toLowerCase();
+  const text = errorText(error);
   const code = cause.code ?? cause.cause?.code;
   const url = `HOOKLINE_NATS_URL=${maskedNatsUrl(access.natsUrl)}`;
   // OpenSSL's messages span lines and name source files: the alert alone says what happened.
@@ -54,10 +66,10 @@ export function natsStartError(target: NatsAccess | string | readonly string[], 
     line = `${url}: nothing listens there; start NATS (nats-server -js) or correct the host and port`;
   } else if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
     line = `${url}: its host does not resolve; correct the host name`;
-  } else if (text.includes('expired')) {
+  } else if (refusesCredentials(error) && text.includes('expired')) {
     path = natsAuthMode(access) === 'creds' ? 'HOOKLINE_NATS_CREDS' : path;
     line = `${authSetting(access)}: its credentials expired (${said}); issue new ones`;
-  } else if (text.includes('authorization') || text.includes('authentication') || text.includes('permission')) {
+  } else if (refusesCredentials(error)) {
     path = authSettingName(access);
     line = `${authSetting(access)} (${said}); check them against the server's authorization config`;
   } else if (code !== undefined && UNTRUSTED_CERTIFICATE.has(code)) {

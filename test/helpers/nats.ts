@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { readdirSync, rmSync } from 'node:fs';
+import { readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -171,6 +171,41 @@ export function natsServerProcess(args: string[], label: string, port: number): 
       const exited = once(running, 'exit');
       running.kill(name);
       await exited;
+    },
+  };
+}
+
+/**
+ * A JetStream nats-server child whose only client credential is a token, on ports and a store of
+ * its own under `dir`. Not started: `restartWith(token)` (re)starts it with that token, as a config
+ * rollout would. Its monitoring endpoint lists the connections it closed since it started, each
+ * with the client's name and why. `process.signal('SIGKILL')` ends it.
+ */
+export interface TokenNatsServer {
+  readonly url: string;
+  readonly process: NatsServerProcess;
+  restartWith(token: string): Promise<void>;
+  /** How many connections named `name` the server refused (`Authentication Failure`) since it started. */
+  refusals(name: string): Promise<number>;
+}
+
+export async function tokenNatsServer(dir: string): Promise<TokenNatsServer> {
+  const port = await freePort();
+  const monitorPort = await freePort();
+  const configFile = join(dir, 'nats.conf');
+  const serverProcess = natsServerProcess(['-c', configFile, '-m', String(monitorPort)], `nats-server on ${port}`, port);
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    process: serverProcess,
+    async restartWith(token) {
+      await serverProcess.signal('SIGTERM');
+      writeFileSync(configFile, [`listen: 127.0.0.1:${port}`, `jetstream { store_dir: "${join(dir, 'store')}" }`, `authorization { token: "${token}" }`].join('\n'));
+      await serverProcess.start();
+    },
+    async refusals(name) {
+      const response = await fetch(`http://127.0.0.1:${monitorPort}/connz?state=closed`);
+      const { connections } = (await response.json()) as { connections: Array<{ name?: string; reason?: string }> };
+      return connections.filter((connection) => connection.name === name && connection.reason === 'Authentication Failure').length;
     },
   };
 }

@@ -4,7 +4,7 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { configureReceiver, startTestHookline } from '../helpers/hookline.js';
-import { deleteStreams, freePort, natsServerProcess, natsSettings, publishUntilAcked, uniqueNatsNames } from '../helpers/nats.js';
+import { deleteStreams, natsSettings, publishUntilAcked, tokenNatsServer, uniqueNatsNames } from '../helpers/nats.js';
 import type { NatsServerProcess } from '../helpers/nats.js';
 import { startNatsCluster } from '../helpers/nats-cluster.js';
 import type { TestNatsCluster } from '../helpers/nats-cluster.js';
@@ -36,27 +36,13 @@ afterEach(async () => {
   dir = server = publisher = stream = cluster = null;
 });
 
-/** A JetStream nats-server on `port` whose only client credential is `token`; restart it to apply another. */
-function tokenServer(port: number, storeDir: string, configFile: string) {
-  const process = natsServerProcess(['-c', configFile], `nats-server on ${port}`, port);
-  return {
-    process,
-    async restartWith(token: string) {
-      await process.signal('SIGTERM');
-      writeFileSync(configFile, [`listen: 127.0.0.1:${port}`, `jetstream { store_dir: "${storeDir}" }`, `authorization { token: "${token}" }`].join('\n'));
-      await process.start();
-    },
-  };
-}
-
 describe('NATS refusing the credentials for a while', () => {
   it('an event published once the server takes the token again is delivered', async () => {
     dir = makeTempDir('hookline-nats-auth-');
-    const port = await freePort();
-    const nats = tokenServer(port, join(dir.path, 'store'), join(dir.path, 'nats.conf'));
+    const nats = await tokenNatsServer(dir.path);
     server = nats.process;
     await nats.restartWith(TOKEN);
-    const url = `nats://127.0.0.1:${port}`;
+    const url = nats.url;
     const names = uniqueNatsNames();
     stream = names.natsStream;
     const hookline = await startTestHookline({ ...natsSettings(url, names), natsToken: TOKEN });
@@ -64,9 +50,9 @@ describe('NATS refusing the credentials for a while', () => {
     await configureReceiver(hookline, receiver);
 
     await nats.restartWith('othertoken');
-    // The wrong token stays in force for seconds, as a rollout would leave it: every reconnect
-    // meanwhile (one each 250 ms) is refused, far more than the two after which nats.js gave up.
-    await new Promise<void>((resolve) => setTimeout(resolve, 3_000));
+    // The wrong token stays in force until the server has refused Hookline's reconnects at least
+    // twice in a row: nats.js gives up after two unless told not to.
+    await waitFor(async () => (await nats.refusals('hookline')) >= 2, { timeoutMs: 15_000, message: "the server to refuse Hookline's token twice" });
     await nats.restartWith(TOKEN);
 
     publisher = await connect({ servers: url, token: TOKEN, timeout: 3_000 });
