@@ -42,7 +42,14 @@ function errorText(error: unknown): string {
 /** Whether a server refused the client's credentials, or found them expired. */
 export function refusesCredentials(error: unknown): boolean {
   const text = errorText(error);
-  return text.includes('expired') || text.includes('authorization') || text.includes('authentication') || text.includes('permission');
+  // An expired certificate, the server's or the client's (a TLS alert), is TLS's, not the credentials'.
+  return !isTlsFailure(error, text) && (text.includes('expired') || text.includes('authorization') || text.includes('authentication') || text.includes('permission'));
+}
+
+function isTlsFailure(error: unknown, text: string): boolean {
+  const cause = error as { code?: string; cause?: { code?: string } } | null;
+  const code = cause?.code ?? cause?.cause?.code ?? '';
+  return code.startsWith('ERR_SSL') || code.startsWith('CERT_') || UNTRUSTED_CERTIFICATE.has(code) || text.includes('certificate') || text.includes('ssl');
 }
 
 /**

@@ -15,4 +15,19 @@ describe('NATS start failures', () => {
     expect(error.code).toBe('HOOKLINE_ERR_NATS_UNAVAILABLE');
     expect(error.message).toBe('HOOKLINE_NATS_URL=nats://127.0.0.1:4222: the server runs without JetStream; start it with -js (nats-server -js), or unset HOOKLINE_NATS_URL to run without NATS');
   });
+
+  it('tell an expired TLS certificate, the server\'s or the client\'s, from expired credentials', () => {
+    // As Node's TLS socket reports a server certificate past its end date.
+    const server = natsStartError({ natsUrl: 'tls://127.0.0.1:4222', natsTlsCa: '/etc/ca.pem' }, Object.assign(new Error('certificate has expired'), { code: 'CERT_HAS_EXPIRED' }));
+    expect(server.message).toBe("HOOKLINE_NATS_URL=tls://127.0.0.1:4222: the server's TLS certificate is not valid now (certificate has expired); renew the server's certificate, or unset HOOKLINE_NATS_URL to run without NATS");
+    // As OpenSSL reports the server's alert about an expired client certificate.
+    const alert = Object.assign(new Error('C0A7B2F1:error:0A000415:SSL routines:ssl3_read_bytes:sslv3 alert certificate expired:../deps/openssl/ssl/record/rec_layer_s3.c:1605:SSL alert number 45'), { code: 'ERR_SSL_SSLV3_ALERT_CERTIFICATE_EXPIRED' });
+    const client = natsStartError({ natsUrl: 'tls://127.0.0.1:4222', natsTlsCert: '/etc/client.pem', natsTlsKey: '/etc/client.key', natsToken: 't' }, alert);
+    expect(client.details[0]?.path).toBe('HOOKLINE_NATS_TLS_CERT');
+    expect(client.message).toContain('the server sent the TLS alert "certificate expired"');
+    // NATS's own word for credentials past their time stays the credentials' problem.
+    const credentials = natsStartError({ natsUrl: 'nats://127.0.0.1:4222', natsToken: 't' }, new Error("'User Authentication Expired'"));
+    expect(credentials.details[0]?.path).toBe('HOOKLINE_NATS_URL');
+    expect(credentials.message).toContain('its credentials expired');
+  });
 });
