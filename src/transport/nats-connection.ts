@@ -37,7 +37,8 @@ const jwtClaims = z.object({ exp: z.number().optional() });
 
 /** The user JWT and seed of a `.creds` file, checked: well formed, a user seed, not expired. */
 function readCreds(path: string, now: number): Uint8Array {
-  const text = readSettingFile('HOOKLINE_NATS_CREDS', path);
+  // nats.js reads the blocks line by line at \n: a file saved with CRLF would not parse there.
+  const text = readSettingFile('HOOKLINE_NATS_CREDS', path).replace(/\r\n?/g, '\n');
   const block = (label: string) => new RegExp(`-{3,}BEGIN ${label}-{3,}\\s*(\\S+)\\s+-{3,}END ${label}-{3,}`).exec(text)?.[1];
   const jwt = block('NATS USER JWT');
   const seed = block('USER NKEY SEED');

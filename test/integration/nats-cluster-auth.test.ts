@@ -1,3 +1,4 @@
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { jetstreamManager, StorageType } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -203,6 +204,17 @@ describe('creds (operator mode)', { timeout: 90_000 }, () => {
 
   it('a creds file of a user of the account', async () => {
     await deliversAnEvent(cluster(), cluster().access(), publisher());
+  });
+
+  it('a creds file saved with CRLF line endings (an editor on Windows)', async () => {
+    const dir = makeTempDir('hookline-crlf-creds-');
+    try {
+      const crlf = join(dir.path, 'hookline.creds');
+      writeFileSync(crlf, readFileSync(cluster().credentials.credsFile, 'utf8').replace(/\r?\n/g, '\r\n'));
+      await deliversAnEvent(cluster(), { ...cluster().access(), natsCredsFile: crlf }, publisher());
+    } finally {
+      dir.remove();
+    }
   });
 
   it('an expired creds file, and a malformed one', async () => {
