@@ -48,7 +48,8 @@ export function configureWebhook(existing: Webhook | undefined, input: Configure
     updatedAt: now,
     // The secret is made at the first PUT and kept by later ones.
     secrets: existing?.secrets ?? [{ secret: generateSecret(), createdAt: now, expiresAt: null }],
-    failingSince: leavingDisabled ? null : (existing?.failingSince ?? null),
+    // A new URL is a new endpoint to judge: the old one's run of failures must not disable it at its first.
+    failingSince: leavingDisabled || existing?.callbackUrl !== input.callbackUrl ? null : existing.failingSince,
     // Kept when the operator re-activates: the endpoint's first success then reports its recovery.
     disabledAt: existing?.disabledAt ?? null,
     disabledReason: leavingDisabled ? null : (existing?.disabledReason ?? null),

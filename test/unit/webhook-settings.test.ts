@@ -62,6 +62,12 @@ describe('webhook settings', () => {
     expect(operationalTarget(configureWebhook(configured, base, 3))).toBeUndefined();
   });
 
+  it('a new callback URL starts the run of failures afresh; other changes keep it', () => {
+    const failing = { ...configureWebhook(undefined, base, 1), failingSince: 2 };
+    expect(configureWebhook(failing, { ...base, callbackUrl: 'https://example.com/moved' }, 3).failingSince).toBeNull();
+    expect(configureWebhook(failing, { ...base, eventTypes: [base.eventTypes[0]!] }, 3).failingSince).toBe(2);
+  });
+
   it('re-activation keeps disabledAt, so the first success after it reports a recovery', () => {
     const disabled = disableWebhook(configureWebhook(undefined, base, 1), 'gone', 2)!;
     expect(configureWebhook(disabled, base, 3)).toMatchObject({ state: 'active', disabledAt: 2, disabledReason: null, failingSince: null });
