@@ -267,7 +267,13 @@ export class ProjectActor {
     const step = deliveryTable.next(delivery.status, delivery.counters, { type: 'RETRY' });
     if (!step) {
       if (delivery.status === 'succeeded') throw new HooklineError('HOOKLINE_ERR_DELIVERY_SUCCEEDED', `delivery ${deliveryId} already succeeded; replay its event to send it again`);
-      throw new HooklineError('HOOKLINE_ERR_DELIVERY_IN_PROGRESS', `delivery ${deliveryId} is ${delivery.status}; it will be attempted without a retry`);
+      const heldBy = this.webhook?.state !== 'active' && (delivery.status === 'pending' || delivery.status === 'retrying') ? this.webhook?.state : undefined;
+      throw new HooklineError(
+        'HOOKLINE_ERR_DELIVERY_IN_PROGRESS',
+        heldBy
+          ? `delivery ${deliveryId} is ${delivery.status}, held while the endpoint is ${heldBy}; it will be attempted once the endpoint is active again (PUT /v1/webhook with "status": "active")`
+          : `delivery ${deliveryId} is ${delivery.status}; it will be attempted without a retry`,
+      );
     }
     // The record as the RETRY step left it: re-reading the store could show a later step, since
     // the attempt it makes due may start (and commit) before this answer is sent.

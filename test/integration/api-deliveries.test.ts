@@ -133,7 +133,10 @@ describe('POST /v1/logs/webhook-deliveries/:id/retry and /redrive', () => {
     const hookline = await startTestHookline();
     await hookline.client.configureWebhook({ callbackUrl: 'http://127.0.0.1:9/x', status: 'paused', eventTypes: ALL_TYPES });
     const sent = await hookline.client.sendEvent({ type: 'service.trigger.event', data: {} });
-    expectError(await hookline.api('POST', `/v1/logs/webhook-deliveries/${sent.deliveryId}/retry`), 409, 'delivery_in_progress');
+    const answer = await hookline.api('POST', `/v1/logs/webhook-deliveries/${sent.deliveryId}/retry`);
+    expectError(answer, 409, 'delivery_in_progress');
+    // Not "it will be attempted" as such: it waits for the endpoint.
+    expect(answer.body.error.message).toBe(`delivery ${sent.deliveryId} is pending, held while the endpoint is paused; it will be attempted once the endpoint is active again (PUT /v1/webhook with "status": "active")`);
     expect((await hookline.client.getDelivery(sent.deliveryId!)).status).toBe('pending');
   });
 
