@@ -163,6 +163,18 @@ describe('start-up failures: one line naming the setting, exit 1, nothing writte
     expect(readdirSync(dataDir)).toEqual([]);
   });
 
+  it('HOOKLINE_NATS_URL with a password holding "/" or "@" (not percent-encoded): no part of it is printed', async () => {
+    const closed = createServer();
+    const port = await listening(closed);
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    // A base64 password holds "/"; "@" slips in by hand. Either ended the masking early.
+    for (const password of ['Zm9vYmFy/c2VjcmV0K3g=', 'hunter2@c2VjcmV0']) {
+      const result = await serveUntilExit({ HOOKLINE_DATA_DIR: tempDir(), HOOKLINE_NATS_URL: `nats://app:${password}@127.0.0.1:${port}` });
+      expectOneLineFailure(result, new RegExp(`^hookline serve: HOOKLINE_NATS_URL=nats://app:\\*\\*\\*@127\\.0\\.0\\.1:${port}: `));
+      for (const part of password.split(/[/@]/)) expect(result.stderr + result.stdout).not.toContain(part);
+    }
+  });
+
   it('HOOKLINE_NATS_URL where nothing listens, single node and cluster', async () => {
     const closed = createServer();
     const port = await listening(closed);
