@@ -175,6 +175,25 @@ describe('start-up failures: one line naming the setting, exit 1, nothing writte
     }
   });
 
+  it('a NATS seed, creds or private key given inline instead of a file path is named, never printed', async () => {
+    const dir = tempDir();
+    const certFile = join(dir, 'client.pem');
+    writeFileSync(certFile, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
+    const seed = 'SUACSSL3UAHUDXKFSNVUZRF5UHPMWZ6BFDTJ7M6USDXIEDNPPQYYYCU3VY';
+    const privateKey = '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7c2VjcmV0a2V5\n-----END PRIVATE KEY-----\n';
+    const creds = `-----BEGIN NATS USER JWT-----\neyJ0eXAiOiJKV1QiLCJhbGciOiJlZDI1NTE5LW5rZXkifQ.e30.c2ln\n------END NATS USER JWT------\n\n-----BEGIN USER NKEY SEED-----\n${seed}\n------END USER NKEY SEED------\n`;
+    const cases: Array<[setting: string, settings: Record<string, string>, secret: string[]]> = [
+      ['HOOKLINE_NATS_NKEY', { HOOKLINE_NATS_NKEY: seed }, [seed]],
+      ['HOOKLINE_NATS_CREDS', { HOOKLINE_NATS_CREDS: creds }, [seed, 'eyJ0eXAiOiJKV1Qi']],
+      ['HOOKLINE_NATS_TLS_KEY', { HOOKLINE_NATS_TLS_CERT: certFile, HOOKLINE_NATS_TLS_KEY: privateKey }, ['c2VjcmV0a2V5', 'PRIVATE KEY']],
+    ];
+    for (const [setting, settings, secret] of cases) {
+      const result = await serveUntilExit({ HOOKLINE_DATA_DIR: join(dir, setting), HOOKLINE_NATS_URL: 'nats://127.0.0.1:1', ...settings });
+      expectOneLineFailure(result, new RegExp(`^hookline serve: ${setting}=\\*\\*\\*: holds what looks like the file's content \\(not shown\\), not the path of a file`));
+      for (const part of secret) expect(result.stderr + result.stdout, setting).not.toContain(part);
+    }
+  });
+
   it('HOOKLINE_NATS_URL where nothing listens, single node and cluster', async () => {
     const closed = createServer();
     const port = await listening(closed);
