@@ -80,6 +80,11 @@ export class DeliveryLifecycle {
     return this.live.size;
   }
 
+  /** Deliveries of operational events (to `operationalUrl`): theirs is the lifecycle without `notify`. */
+  private get isOperational(): boolean {
+    return this.config.notify === undefined;
+  }
+
   get readyCount(): number {
     return this.ready.length;
   }
@@ -247,8 +252,13 @@ export class DeliveryLifecycle {
   private finishAttempt(delivery: LiveDelivery, outcome: AttemptOutcome, startedAt: number): void {
     this.attempting.delete(delivery);
     const metrics = this.deps.metrics;
-    metrics.attempts.inc({ outcome: outcome.ok ? 'success' : (outcome.errorCode ?? 'failure') });
-    metrics.attemptSeconds.observe(outcome.durationMs / 1000);
+    const outcomeLabel = { outcome: outcome.ok ? 'success' : (outcome.errorCode ?? 'failure') };
+    if (this.isOperational) {
+      metrics.operationalAttempts.inc(outcomeLabel);
+    } else {
+      metrics.attempts.inc(outcomeLabel);
+      metrics.attemptSeconds.observe(outcome.durationMs / 1000);
+    }
     // 410 Gone disables the endpoint before the step, so that the delivery is held with the others
     // rather than retried or dead-lettered. Operational deliveries (no `notify`) govern no endpoint.
     const gone = outcome.statusCode === HTTP_GONE && this.config.notify !== undefined;
@@ -312,7 +322,7 @@ export class DeliveryLifecycle {
     const committed = new Promise<DeliveryChange>((resolve, reject) => delivery.unwritten.push({ change, waiter: { resolve: () => resolve(change), reject } }));
     const writing = this.writer.start(delivery);
     if (writing) this.tracked(writing);
-    if (step.state === 'succeeded' || step.state === 'dead_lettered') this.deps.metrics.deliveriesFinished.inc({ status: step.state });
+    if (step.state === 'succeeded' || step.state === 'dead_lettered') (this.isOperational ? this.deps.metrics.operationalDeliveriesFinished : this.deps.metrics.deliveriesFinished).inc({ status: step.state });
     if (step.state === 'pending' || step.state === 'retrying') this.scheduleOrQueue(delivery);
     return committed;
   }

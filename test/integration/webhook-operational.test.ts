@@ -86,6 +86,34 @@ describe('operational webhooks', () => {
     expect((await hookline.client.getWebhook()).status).toBe('active');
   });
 
+  it('counts its attempts and dead letters apart: the delivery metrics agree with the delivery log and the dead-letter gauge', async () => {
+    const hookline = await startTestHookline({ retrySchedule: [0, 20] });
+    const main = await startReceiver({ respond: () => ({ status: 500 }) });
+    const ops = await startReceiver({ respond: () => ({ status: 500 }) });
+    await configure(hookline, main, ops);
+    const sent = await Promise.all([1, 2, 3].map((n) => hookline.client.sendEvent({ type: 'service.trigger.event', data: { n } })));
+    for (const { deliveryId } of sent) await waitForDeliveryStatus(hookline.client, deliveryId!, 'dead_lettered');
+    // Each dead letter's report is tried twice and dead-letters in turn; then nothing is live.
+    await waitFor(() => ops.received.length === 6, { message: 'two attempts of each of the three reports' });
+    const scrape = async () => {
+      const text = String((await hookline.api('GET', '/metrics', { key: null })).body);
+      return new Map(text.split('\n').filter((line) => line !== '' && !line.startsWith('#')).map((line) => [line.slice(0, line.lastIndexOf(' ')), Number(line.slice(line.lastIndexOf(' ') + 1))]));
+    };
+    await waitFor(async () => (await scrape()).get('hookline_live_deliveries') === 0, { message: 'no delivery live' });
+    const metrics = await scrape();
+
+    const logged = (await hookline.client.listDeliveriesPage({})).data;
+    expect(logged.map((delivery) => delivery.status)).toEqual(['dead_lettered', 'dead_lettered', 'dead_lettered']);
+    const loggedAttempts = logged.reduce((sum, delivery) => sum + delivery.attempts, 0);
+    expect(loggedAttempts).toBe(6);
+    expect(metrics.get('hookline_delivery_attempts_total{outcome="http_status"}')).toBe(loggedAttempts);
+    expect(metrics.get('hookline_delivery_attempt_duration_seconds_count')).toBe(loggedAttempts);
+    expect(metrics.get('hookline_deliveries_total{status="dead_lettered"}')).toBe(3);
+    expect(metrics.get('hookline_dead_lettered_deliveries')).toBe(3);
+    expect(metrics.get('hookline_operational_delivery_attempts_total{outcome="http_status"}')).toBe(6);
+    expect(metrics.get('hookline_operational_deliveries_total{status="dead_lettered"}')).toBe(3);
+  });
+
   it('without an operationalUrl nothing is reported, and the operational secret is not shown', async () => {
     const hookline = await startTestHookline({ retrySchedule: [0] });
     const main = await startReceiver({ respond: () => ({ status: 500 }) });
