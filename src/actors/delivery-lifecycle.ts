@@ -14,6 +14,7 @@ import { lineHead } from './ordered-line.js';
 import type { LiveDelivery } from './live-delivery.js';
 import { NO_STEPS, identityOf, liveFromHead } from './live-delivery.js';
 import { decideRetry } from './retry-policy.js';
+import { projectOfStoreId } from './operational-events.js';
 import type { OperationalNotify } from './operational-events.js';
 
 /**
@@ -366,7 +367,12 @@ export class DeliveryLifecycle {
           delivery.nextAttemptAt = now;
           break;
         case 'recordDeadLetter': {
-          this.deps.logger.warn({ projectId: this.projectId, deliveryId: delivery.id, attempts: delivery.counters.attempts }, 'delivery dead-lettered');
+          if (this.isOperational) {
+            // Its store id (`<project>~ops`) names no project, and no API shows the delivery: say what it is.
+            this.deps.logger.warn({ projectId: projectOfStoreId(this.projectId), deliveryId: delivery.id, attempts: delivery.counters.attempts }, 'operational delivery dead-lettered (to operationalUrl; not in the delivery log)');
+          } else {
+            this.deps.logger.warn({ projectId: this.projectId, deliveryId: delivery.id, attempts: delivery.counters.attempts }, 'delivery dead-lettered');
+          }
           if (this.config.notify) {
             const { eventId, eventType } = identityOf(this.deps.store, this.projectId, delivery);
             this.config.notify('hookline.delivery.dead_lettered', { projectId: this.projectId, deliveryId: delivery.id, eventId, eventType, attempts: delivery.counters.attempts, deadLetteredAt: isoTime(now) });
