@@ -14,6 +14,7 @@ import { lineHead } from './ordered-line.js';
 import type { LiveDelivery } from './live-delivery.js';
 import { NO_STEPS, identityOf, liveFromHead } from './live-delivery.js';
 import { decideRetry } from './retry-policy.js';
+import { projectOfStoreId } from './operational-events.js';
 import type { OperationalNotify } from './operational-events.js';
 
 /**
@@ -78,6 +79,11 @@ export class DeliveryLifecycle {
 
   get liveCount(): number {
     return this.live.size;
+  }
+
+  /** Deliveries of operational events (to `operationalUrl`): theirs is the lifecycle without `notify`. */
+  private get isOperational(): boolean {
+    return this.config.notify === undefined;
   }
 
   get readyCount(): number {
@@ -247,8 +253,13 @@ export class DeliveryLifecycle {
   private finishAttempt(delivery: LiveDelivery, outcome: AttemptOutcome, startedAt: number): void {
     this.attempting.delete(delivery);
     const metrics = this.deps.metrics;
-    metrics.attempts.inc({ outcome: outcome.ok ? 'success' : (outcome.errorCode ?? 'failure') });
-    metrics.attemptSeconds.observe(outcome.durationMs / 1000);
+    const outcomeLabel = { outcome: outcome.ok ? 'success' : (outcome.errorCode ?? 'failure') };
+    if (this.isOperational) {
+      metrics.operationalAttempts.inc(outcomeLabel);
+    } else {
+      metrics.attempts.inc(outcomeLabel);
+      metrics.attemptSeconds.observe(outcome.durationMs / 1000);
+    }
     // 410 Gone disables the endpoint before the step, so that the delivery is held with the others
     // rather than retried or dead-lettered. Operational deliveries (no `notify`) govern no endpoint.
     const gone = outcome.statusCode === HTTP_GONE && this.config.notify !== undefined;
@@ -312,7 +323,7 @@ export class DeliveryLifecycle {
     const committed = new Promise<DeliveryChange>((resolve, reject) => delivery.unwritten.push({ change, waiter: { resolve: () => resolve(change), reject } }));
     const writing = this.writer.start(delivery);
     if (writing) this.tracked(writing);
-    if (step.state === 'succeeded' || step.state === 'dead_lettered') this.deps.metrics.deliveriesFinished.inc({ status: step.state });
+    if (step.state === 'succeeded' || step.state === 'dead_lettered') (this.isOperational ? this.deps.metrics.operationalDeliveriesFinished : this.deps.metrics.deliveriesFinished).inc({ status: step.state });
     if (step.state === 'pending' || step.state === 'retrying') this.scheduleOrQueue(delivery);
     return committed;
   }
@@ -356,7 +367,12 @@ export class DeliveryLifecycle {
           delivery.nextAttemptAt = now;
           break;
         case 'recordDeadLetter': {
-          this.deps.logger.warn({ projectId: this.projectId, deliveryId: delivery.id, attempts: delivery.counters.attempts }, 'delivery dead-lettered');
+          if (this.isOperational) {
+            // Its store id (`<project>~ops`) names no project, and no API shows the delivery: say what it is.
+            this.deps.logger.warn({ projectId: projectOfStoreId(this.projectId), deliveryId: delivery.id, attempts: delivery.counters.attempts }, 'operational delivery dead-lettered (to operationalUrl; not in the delivery log)');
+          } else {
+            this.deps.logger.warn({ projectId: this.projectId, deliveryId: delivery.id, attempts: delivery.counters.attempts }, 'delivery dead-lettered');
+          }
           if (this.config.notify) {
             const { eventId, eventType } = identityOf(this.deps.store, this.projectId, delivery);
             this.config.notify('hookline.delivery.dead_lettered', { projectId: this.projectId, deliveryId: delivery.id, eventId, eventType, attempts: delivery.counters.attempts, deadLetteredAt: isoTime(now) });

@@ -7,6 +7,10 @@ export class EngineMetrics {
   readonly eventsRejected = new Counter({ name: 'hookline_events_rejected_total', help: 'Inbound messages refused and recorded in the rejected-events log, by reason', labelNames: ['reason'] as const, registers: [this.registry] });
   readonly attempts = new Counter({ name: 'hookline_delivery_attempts_total', help: 'Delivery attempts by outcome (success, failure error class)', labelNames: ['outcome'] as const, registers: [this.registry] });
   readonly deliveriesFinished = new Counter({ name: 'hookline_deliveries_total', help: 'Deliveries that reached succeeded or dead_lettered', labelNames: ['status'] as const, registers: [this.registry] });
+  // Apart from the two above, as the delivery log keeps operational deliveries apart: summed in, an
+  // operational URL that fails doubled the failed attempts and dead letters the log and gauge show.
+  readonly operationalAttempts = new Counter({ name: 'hookline_operational_delivery_attempts_total', help: 'Attempts of operational deliveries (to operationalUrl) by outcome (success, failure error class)', labelNames: ['outcome'] as const, registers: [this.registry] });
+  readonly operationalDeliveriesFinished = new Counter({ name: 'hookline_operational_deliveries_total', help: 'Operational deliveries (to operationalUrl) that reached succeeded or dead_lettered', labelNames: ['status'] as const, registers: [this.registry] });
   readonly attemptSeconds = new Histogram({
     name: 'hookline_delivery_attempt_duration_seconds',
     help: 'Time from sending an attempt to its outcome',

@@ -28,10 +28,14 @@ export function natsAuthMode(access: NatsAccess): NatsAuthMode {
   return seedUrls(access.natsUrl).some((url) => url.userInfo !== null) ? 'url' : 'none';
 }
 
-/** HOOKLINE_NATS_URL as it may be printed: a password, or a lone user part (a NATS token), masked. */
+/**
+ * HOOKLINE_NATS_URL as it may be printed: a password, or a lone user part (a NATS token), masked.
+ * The user part runs to a seed's last `@`: a password written without percent-encoding may hold
+ * `/` or `@` (base64 passwords often hold `/`), and none of it may be printed.
+ */
 export function maskedNatsUrl(servers: string | readonly string[]): string {
   const list = typeof servers === 'string' ? servers.split(',') : servers;
-  return list.map((server) => server.trim().replace(/^([a-z]+:\/\/)?([^@/]*)@/i, (_match, scheme: string | undefined, userInfo: string) => {
+  return list.map((server) => server.trim().replace(/^([a-z]+:\/\/)?(.*)@/i, (_match, scheme: string | undefined, userInfo: string) => {
     const separator = userInfo.indexOf(':');
     return `${scheme ?? ''}${separator >= 0 ? `${userInfo.slice(0, separator)}:***` : '***'}@`;
   })).join(',');

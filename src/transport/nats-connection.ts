@@ -22,10 +22,20 @@ function configError(setting: string, value: string, problem: string): HooklineE
   return new HooklineError('HOOKLINE_ERR_CONFIG', `${setting}=${value}: ${problem}`, { details: [{ path: setting, message: problem }] });
 }
 
+/**
+ * A value that is a file's content rather than its path: PEM text, a creds file's text, an nkey seed
+ * (`SU…`) or a JWT, pasted into the variable as secret stores often inject them.
+ */
+const FILE_CONTENT = /[\r\n]|-----BEGIN |^S[A-Z][A-Z2-7]{40,}$|^eyJ/;
+
 function readSettingFile(setting: string, path: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (error) {
+    // Never echoed: for HOOKLINE_NATS_NKEY, _CREDS and _TLS_KEY it is the secret itself.
+    if (FILE_CONTENT.test(path.trim())) {
+      throw configError(setting, '***', `holds what looks like the file's content (not shown), not the path of a file; write it to a file readable by Hookline and set ${setting} to that path`);
+    }
     const code = (error as NodeJS.ErrnoException).code;
     const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'a directory, not a file' : ((error as Error).message ?? code);
     throw configError(setting, path, `cannot be read (${why}); point it at a readable file`);

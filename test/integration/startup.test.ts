@@ -163,6 +163,37 @@ describe('start-up failures: one line naming the setting, exit 1, nothing writte
     expect(readdirSync(dataDir)).toEqual([]);
   });
 
+  it('HOOKLINE_NATS_URL with a password holding "/" or "@" (not percent-encoded): no part of it is printed', async () => {
+    const closed = createServer();
+    const port = await listening(closed);
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    // A base64 password holds "/"; "@" slips in by hand. Either ended the masking early.
+    for (const password of ['Zm9vYmFy/c2VjcmV0K3g=', 'hunter2@c2VjcmV0']) {
+      const result = await serveUntilExit({ HOOKLINE_DATA_DIR: tempDir(), HOOKLINE_NATS_URL: `nats://app:${password}@127.0.0.1:${port}` });
+      expectOneLineFailure(result, new RegExp(`^hookline serve: HOOKLINE_NATS_URL=nats://app:\\*\\*\\*@127\\.0\\.0\\.1:${port}: `));
+      for (const part of password.split(/[/@]/)) expect(result.stderr + result.stdout).not.toContain(part);
+    }
+  });
+
+  it('a NATS seed, creds or private key given inline instead of a file path is named, never printed', async () => {
+    const dir = tempDir();
+    const certFile = join(dir, 'client.pem');
+    writeFileSync(certFile, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
+    const seed = 'SUACSSL3UAHUDXKFSNVUZRF5UHPMWZ6BFDTJ7M6USDXIEDNPPQYYYCU3VY';
+    const privateKey = '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7c2VjcmV0a2V5\n-----END PRIVATE KEY-----\n';
+    const creds = `-----BEGIN NATS USER JWT-----\neyJ0eXAiOiJKV1QiLCJhbGciOiJlZDI1NTE5LW5rZXkifQ.e30.c2ln\n------END NATS USER JWT------\n\n-----BEGIN USER NKEY SEED-----\n${seed}\n------END USER NKEY SEED------\n`;
+    const cases: Array<[setting: string, settings: Record<string, string>, secret: string[]]> = [
+      ['HOOKLINE_NATS_NKEY', { HOOKLINE_NATS_NKEY: seed }, [seed]],
+      ['HOOKLINE_NATS_CREDS', { HOOKLINE_NATS_CREDS: creds }, [seed, 'eyJ0eXAiOiJKV1Qi']],
+      ['HOOKLINE_NATS_TLS_KEY', { HOOKLINE_NATS_TLS_CERT: certFile, HOOKLINE_NATS_TLS_KEY: privateKey }, ['c2VjcmV0a2V5', 'PRIVATE KEY']],
+    ];
+    for (const [setting, settings, secret] of cases) {
+      const result = await serveUntilExit({ HOOKLINE_DATA_DIR: join(dir, setting), HOOKLINE_NATS_URL: 'nats://127.0.0.1:1', ...settings });
+      expectOneLineFailure(result, new RegExp(`^hookline serve: ${setting}=\\*\\*\\*: holds what looks like the file's content \\(not shown\\), not the path of a file`));
+      for (const part of secret) expect(result.stderr + result.stdout, setting).not.toContain(part);
+    }
+  });
+
   it('HOOKLINE_NATS_URL where nothing listens, single node and cluster', async () => {
     const closed = createServer();
     const port = await listening(closed);

@@ -1,3 +1,4 @@
+import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { operationalEventSchema } from '../../src/actors/operational-events.js';
 import { ALL_TYPES, startTestHookline, waitForDeliveryStatus } from '../helpers/hookline.js';
@@ -84,6 +85,53 @@ describe('operational webhooks', () => {
     expect(types(ops).every((type) => type === 'hookline.delivery.dead_lettered')).toBe(true);
     expect(new Set(ops.received.map((delivery) => delivery.webhookId)).size).toBe(2);
     expect((await hookline.client.getWebhook()).status).toBe('active');
+  });
+
+  it('counts its attempts and dead letters apart: the delivery metrics agree with the delivery log and the dead-letter gauge', async () => {
+    const hookline = await startTestHookline({ retrySchedule: [0, 20] });
+    const main = await startReceiver({ respond: () => ({ status: 500 }) });
+    const ops = await startReceiver({ respond: () => ({ status: 500 }) });
+    await configure(hookline, main, ops);
+    const sent = await Promise.all([1, 2, 3].map((n) => hookline.client.sendEvent({ type: 'service.trigger.event', data: { n } })));
+    for (const { deliveryId } of sent) await waitForDeliveryStatus(hookline.client, deliveryId!, 'dead_lettered');
+    // Each dead letter's report is tried twice and dead-letters in turn; then nothing is live.
+    await waitFor(() => ops.received.length === 6, { message: 'two attempts of each of the three reports' });
+    const scrape = async () => {
+      const text = String((await hookline.api('GET', '/metrics', { key: null })).body);
+      return new Map(text.split('\n').filter((line) => line !== '' && !line.startsWith('#')).map((line) => [line.slice(0, line.lastIndexOf(' ')), Number(line.slice(line.lastIndexOf(' ') + 1))]));
+    };
+    await waitFor(async () => (await scrape()).get('hookline_live_deliveries') === 0, { message: 'no delivery live' });
+    const metrics = await scrape();
+
+    const logged = (await hookline.client.listDeliveriesPage({})).data;
+    expect(logged.map((delivery) => delivery.status)).toEqual(['dead_lettered', 'dead_lettered', 'dead_lettered']);
+    const loggedAttempts = logged.reduce((sum, delivery) => sum + delivery.attempts, 0);
+    expect(loggedAttempts).toBe(6);
+    expect(metrics.get('hookline_delivery_attempts_total{outcome="http_status"}')).toBe(loggedAttempts);
+    expect(metrics.get('hookline_delivery_attempt_duration_seconds_count')).toBe(loggedAttempts);
+    expect(metrics.get('hookline_deliveries_total{status="dead_lettered"}')).toBe(3);
+    expect(metrics.get('hookline_dead_lettered_deliveries')).toBe(3);
+    expect(metrics.get('hookline_operational_delivery_attempts_total{outcome="http_status"}')).toBe(6);
+    expect(metrics.get('hookline_operational_deliveries_total{status="dead_lettered"}')).toBe(3);
+  });
+
+  it("logs its own dead letter as operational, under the project's id, apart from the delivery's", async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+    const hookline = await startTestHookline({ retrySchedule: [0, 20] }, { logger });
+    const main = await startReceiver({ respond: () => ({ status: 500 }) });
+    const ops = await startReceiver({ respond: () => ({ status: 500 }) });
+    await configure(hookline, main, ops);
+    const sent = await hookline.client.sendEvent({ type: 'service.trigger.event', data: {} });
+    const deadLetters = () => lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => String(entry.msg).includes('dead-lettered'));
+    await waitFor(() => deadLetters().length === 2, { message: "the delivery's and the report's dead letters logged" });
+    expect(deadLetters().map(({ projectId, deliveryId, msg }) => ({ projectId, deliveryId, msg }))).toEqual([
+      { projectId: 'default', deliveryId: sent.deliveryId, msg: 'delivery dead-lettered' },
+      { projectId: 'default', deliveryId: ops.received[0]!.webhookId, msg: 'operational delivery dead-lettered (to operationalUrl; not in the delivery log)' },
+    ]);
+    // The first is the one the API shows; the second is in no log an API key can read.
+    expect((await hookline.client.getDelivery(sent.deliveryId!)).status).toBe('dead_lettered');
+    expect((await hookline.api('GET', `/v1/logs/webhook-deliveries/${ops.received[0]!.webhookId}`)).status).toBe(404);
   });
 
   it('without an operationalUrl nothing is reported, and the operational secret is not shown', async () => {
