@@ -104,7 +104,8 @@ export class Engine implements BatchEventSink {
       liveDeliveries: () => this.liveBudget.count,
       readyQueueDepth: () => this.sumOverActors((actor) => actor.readyCount),
       scheduledRetries: () => this.scheduler.size,
-      deadLettered: () => this.store.countByStatus('dead_lettered'),
+      // Of the projects this node serves: in a cluster its store keeps what it served before a partition moved.
+      deadLettered: () => this.store.countByStatus('dead_lettered', (projectId) => this.owns(projectId)),
     });
     this.random = options.random ?? Math.random;
     this.liveBudget = { count: 0, max: settings.maxLiveDeliveries };

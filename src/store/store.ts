@@ -484,10 +484,11 @@ export class HooklineStore {
     return newest.sort(byIdDescending).slice(0, limit);
   }
 
-  /** How many deliveries of every project are in `status` (a metrics reading, not a hot path). */
-  countByStatus(status: DeliveryStatus): number {
+  /** How many deliveries of every project `counted` accepts are in `status` (a metrics reading, not a hot path). */
+  countByStatus(status: DeliveryStatus, counted: (projectId: string) => boolean = () => true): number {
     let total = 0;
     for (const projectId of this.projects.getKeys()) {
+      if (!counted(projectId)) continue;
       total += this.deliveriesByStatus.getCount({ start: [projectId, status, ''], end: [projectId, status, '\uffff'] });
     }
     return total;

@@ -566,6 +566,26 @@ describe('failover', () => {
     console.info(`[cluster join] ${acceptedIds.size} events, ${taken.length} partitions moved to node-c (${projectsMoved.length} projects); ${duplicates} duplicate receipts, ${interrupted} interrupted attempts; ${phases.join(', ')}`);
   }, 90_000);
 
+  it('the dead-letter gauge counts the partitions a node serves: summed over the nodes after a join, each dead letter once', async () => {
+    const receiver = await startReceiver({ respond: () => ({ status: 500 }) });
+    cluster = await startTestCluster({ partitions: PARTITIONS, leaseMs: LEASE_MS, label: 'gauge' });
+    const c = cluster;
+    await c.startSettled(['node-a', 'node-b']);
+    const joining = desiredPartitions('node-c', ['node-a', 'node-b', 'node-c'], PARTITIONS);
+    const projects = await createProjects(c, 6, receiver.url);
+    while (projects.filter((project) => joining.has(project.partition)).length < 2) projects.push(...(await createProjects(c, 2, receiver.url)));
+    await inParallel(projects, 4, (project, i) => sendEvent(c, c.node(i % 2 === 0 ? 'node-a' : 'node-b'), project, `evt_gauge_${i}`));
+    await waitForTerminal(c, projects, () => 1, 30_000);
+    const gauge = async (node: ClusterNodeHandle) => Number(/^hookline_dead_lettered_deliveries (\d+)$/m.exec(String((await c.api(node, 'GET', '/metrics')).body))?.[1]);
+    const summed = async () => (await Promise.all(c.live().map(gauge))).reduce((sum, value) => sum + value, 0);
+    expect(await summed()).toBe(projects.length);
+    // node-c takes partitions whose dead letters node-a and node-b still hold in their stores.
+    await c.start('node-c');
+    await c.waitForOwnership(['node-a', 'node-b', 'node-c'], 20_000);
+    await waitFor(async () => (await gauge(c.node('node-c'))) > 0, { timeoutMs: 10_000, message: "node-c counts the dead letters of the partitions it took" });
+    expect(await summed()).toBe(projects.length);
+  }, 90_000);
+
   it('a node cut off from NATS stops sending before its lease runs out; its late appends never overwrite the new owner', async () => {
     const nats = new URL(SHARED_NATS_URL);
     const proxy = await startFreezableProxy(nats.hostname, Number(nats.port || 4222));
