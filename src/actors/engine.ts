@@ -315,8 +315,10 @@ export class Engine implements BatchEventSink {
     let pruned = 0;
     for (const project of this.store.allProjects()) {
       if (!this.owns(project.id)) continue;
-      pruned += await this.store.pruneTerminal(project.id, cutoffId, PRUNE_BATCH);
-      pruned += await this.store.pruneTerminal(operationalStoreId(project.id), cutoffId, PRUNE_BATCH);
+      const found = { project: this.store.terminalIdsBefore(project.id, cutoffId, PRUNE_BATCH), operational: this.store.terminalIdsBefore(operationalStoreId(project.id), cutoffId, PRUNE_BATCH) };
+      if (found.project.length === 0 && found.operational.length === 0) continue;
+      // Through the project's actor, in the turn they were found: it keeps retry and redrive off them.
+      pruned += await this.actorFor(project.id).prune(cutoffId, found);
     }
     if (pruned > 0) this.logger.info({ pruned }, 'pruned terminal deliveries past retention');
     return pruned;

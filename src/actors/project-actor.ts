@@ -31,7 +31,8 @@ export type { IngestResult } from './ingests-in-flight.js';
  * and persistence is queued in the same order the changes were made.
  *
  * This file holds what brings deliveries in: ingest, and the recovery operations (restart, retry,
- * redrive, replay). What happens to a delivery once it is live is `DeliveryLifecycle`'s.
+ * redrive, replay), and what takes them out: the prune of those past retention, which must not race
+ * the recovery operations. What happens to a delivery once it is live is `DeliveryLifecycle`'s.
  */
 
 export class ProjectActor {
@@ -40,6 +41,8 @@ export class ProjectActor {
   /** Hookline's own events about the project, to its operational URL (operational-events.ts). */
   private readonly operational: DeliveryLifecycle;
   private lastDeliveryId = '';
+  /** Deliveries a prune is deleting, each with the deletion's commit: recovery leaves them alone until it lands. */
+  private readonly pruning = new Map<string, Promise<unknown>>();
   private operationalView: { of: Webhook | undefined; target: Webhook | undefined } = { of: undefined, target: undefined };
 
   constructor(
@@ -261,6 +264,8 @@ export class ProjectActor {
   }
 
   async retry(deliveryId: string): Promise<DeliveryRecord> {
+    // Being pruned: the prune's outcome decides (gone, so a 404; or kept, should its commit fail).
+    for (let pruned = this.pruning.get(deliveryId); pruned; pruned = this.pruning.get(deliveryId)) await pruned.catch(() => {});
     const before = this.readDelivery(deliveryId);
     if (!before) throw new HooklineError('HOOKLINE_ERR_DELIVERY_NOT_FOUND', `no delivery ${deliveryId} in this project`);
     const delivery = this.lifecycle.get(deliveryId) ?? this.toLive(deliveryId);
@@ -320,7 +325,7 @@ export class ProjectActor {
       // Still in memory: either already moved on (skip), or dead-lettered with the commit visible but
       // not yet released from memory, which is a dead letter like any other.
       const held = this.lifecycle.get(id);
-      if (held && held.status !== 'dead_lettered') continue;
+      if ((held && held.status !== 'dead_lettered') || this.pruning.has(id)) continue;
       const head = matches(id);
       if (head) yield held ?? liveFromHead(head, null);
     }
@@ -347,6 +352,29 @@ export class ProjectActor {
     const head = this.deps.store.getDeliveryHead(this.projectId, deliveryId);
     if (!head) throw new HooklineError('HOOKLINE_ERR_DELIVERY_NOT_FOUND', `no delivery ${deliveryId} in this project`);
     return liveFromHead(head, null);
+  }
+
+  // Retention -----------------------------------------------------------------------------------
+
+  /**
+   * Deletes the terminal deliveries past retention that `found` names (found on the status index
+   * in this same turn), the project's and its operational ones; returns how many went. Those held
+   * in memory are kept: a retry or redrive has started a new round for them, or their last step is
+   * still being written. Until the deletion commits, a redrive skips the others and a retry waits
+   * for it, so that neither starts a new round for a delivery whose history is being deleted.
+   */
+  async prune(cutoffId: string, found: { project: readonly string[]; operational: readonly string[] }): Promise<number> {
+    const project = found.project.filter((id) => !this.lifecycle.get(id) && !this.pruning.has(id));
+    const operational = found.operational.filter((id) => !this.operational.get(id));
+    const store = this.deps.store;
+    const deleted = this.lifecycle.tracked(Promise.all([store.pruneTerminal(this.projectId, cutoffId, project), store.pruneTerminal(operationalStoreId(this.projectId), cutoffId, operational)]));
+    for (const id of project) this.pruning.set(id, deleted);
+    try {
+      const [projectCount, operationalCount] = await deleted;
+      return projectCount + operationalCount;
+    } finally {
+      for (const id of project) this.pruning.delete(id);
+    }
   }
 
   // Shutdown ------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 import { statfsSync } from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
+import { isTerminalDelivery } from '../machines/index.js';
 import type { DeliveryStatus } from '../machines/index.js';
 import { commitFailureCause, installCommitFailureGuard, observed } from './lmdb-commit-failures.js';
 import type { DeliveryIdentity } from './delivery-model.js';
@@ -494,23 +495,35 @@ export class HooklineStore {
     return total;
   }
 
-  /** Deletes terminal deliveries created before `cutoffId`; returns how many went. */
-  async pruneTerminal(projectId: string, cutoffId: string, maxCount: number): Promise<number> {
-    const doomed: string[] = [];
+  /** Ids of the project's terminal deliveries created before `cutoffId` (past retention), at most `maxCount`. */
+  terminalIdsBefore(projectId: string, cutoffId: string, maxCount: number): string[] {
+    const ids: string[] = [];
     for (const status of ['succeeded', 'dead_lettered'] as const) {
-      for (const key of this.deliveriesByStatus.getKeys({ start: [projectId, status, ''], end: [projectId, status, cutoffId], limit: maxCount - doomed.length })) {
-        doomed.push(key[2]);
-        if (doomed.length >= maxCount) break;
+      for (const key of this.deliveriesByStatus.getKeys({ start: [projectId, status, ''], end: [projectId, status, cutoffId], limit: maxCount - ids.length })) {
+        ids.push(key[2]);
+        if (ids.length >= maxCount) return ids;
       }
     }
-    if (doomed.length === 0) return 0;
-    await observed(this.root.transaction(() => {
-      for (const id of doomed) {
+    return ids;
+  }
+
+  /**
+   * Deletes the deliveries `ids` names that are still terminal and created before `cutoffId` when
+   * the deletion runs, in a later commit than the read that found them: a retry or redrive may have
+   * moved one back to `pending` meanwhile. Returns how many went.
+   */
+  async pruneTerminal(projectId: string, cutoffId: string, ids: readonly string[]): Promise<number> {
+    if (ids.length === 0) return 0;
+    return observed(this.root.transaction(() => {
+      let pruned = 0;
+      for (const id of ids) {
         const head = this.deliveries.get([projectId, id]);
-        if (head) this.deliveryTables.remove(projectId, head);
+        if (!head || !isTerminalDelivery(head.status) || id >= cutoffId) continue;
+        this.deliveryTables.remove(projectId, head);
+        pruned++;
       }
+      return pruned;
     }));
-    return doomed.length;
   }
 
   /** Resolves once every write issued so far is committed and flushed. */
