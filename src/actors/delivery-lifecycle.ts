@@ -4,6 +4,7 @@ import { deliveryTable } from '../machines/index.js';
 import type { DeliveryEventType, DeliveryStatus, DeliveryStep } from '../machines/index.js';
 import type { AttemptRecord, DeliveryChange, DeliveryHead, TransitionRecord, WebhookRecord } from '../store/records.js';
 import type { AttemptOutcome } from '../transport/http-sender.js';
+import { maskUrlCredentials } from '../transport/url-credentials.js';
 import type { ProjectActorDeps, WebhookHolder } from './actor-deps.js';
 import { AttemptRequests } from './attempt-request.js';
 import { DeliveryWriter } from './delivery-writer.js';
@@ -393,11 +394,12 @@ export class DeliveryLifecycle {
     const change = endpointHealthAfter(webhook, outcome, now, this.deps.disableAfterMs);
     if (change.kind === 'unchanged') return;
     this.inBackground(this.config.save(change.webhook));
-    const { callbackUrl } = webhook;
+    // The operational URL may be another party's: the endpoint's password is not theirs to read.
+    const callbackUrl = maskUrlCredentials(webhook.callbackUrl);
     if (change.kind === 'recovered') notify('hookline.endpoint.recovered', { projectId: this.projectId, callbackUrl, recoveredAt: isoTime(now) });
     if (change.kind === 'disabled') {
       const { reason } = change;
-      this.deps.logger.warn({ projectId: this.projectId, type: 'service.trigger.disabled', reason }, 'webhook endpoint disabled; PUT status "active" to resume (held deliveries are kept)');
+      this.deps.logger.warn({ projectId: this.projectId, type: 'service.trigger.disabled', callbackUrl, reason }, 'webhook endpoint disabled; PUT status "active" to resume (held deliveries are kept)');
       notify('hookline.endpoint.disabled', { projectId: this.projectId, callbackUrl, reason, disabledAt: isoTime(now) });
     }
   }

@@ -11,14 +11,15 @@ import { z } from 'zod';
 import { isoTime } from '../iso-time.js';
 
 const time = z.string().meta({ format: 'date-time' });
+const callbackUrl = z.string().describe('The endpoint\'s `callbackUrl`, its password (or a username alone) shown as `***`.');
 
 /** What each operational event's `data` holds: the project, and the endpoint or delivery concerned. */
 const OPERATIONAL_EVENT_DATA = {
   'hookline.endpoint.disabled': z
-    .strictObject({ projectId: z.string(), callbackUrl: z.string(), reason: z.string(), disabledAt: time })
+    .strictObject({ projectId: z.string(), callbackUrl, reason: z.string(), disabledAt: time })
     .describe('The endpoint was disabled: it answered 410 Gone, or every attempt failed for HOOKLINE_DISABLE_AFTER.'),
   'hookline.endpoint.recovered': z
-    .strictObject({ projectId: z.string(), callbackUrl: z.string(), recoveredAt: time })
+    .strictObject({ projectId: z.string(), callbackUrl, recoveredAt: time })
     .describe('The first successful attempt after failed ones, or after the endpoint was disabled.'),
   'hookline.delivery.dead_lettered': z
     .strictObject({ projectId: z.string(), deliveryId: z.string(), eventId: z.string(), eventType: z.string(), attempts: z.number().int(), deadLetteredAt: time })

@@ -28,6 +28,7 @@ import { environmentSetting } from '../config/settings.js';
 import { counted } from '../plural.js';
 import { HooklineClient, NETWORK_ERROR_CODE, isHooklineApiError } from '../sdk/index.js';
 import { decodeSecret } from '../signing/secret.js';
+import { maskUrlCredentials } from '../transport/url-credentials.js';
 import { NO_POSITIONALS, byteSizeFlag, commandWithHelp, deliveryTimeoutFlag, durationFlag, headerFlag, integerFlag, runParsed, secretFlag, urlFlag, usageProblem } from './args.js';
 import type { CliCommand } from './command.js';
 import { connectProblem } from './http-post.js';
@@ -175,6 +176,9 @@ export function createFuzzCommand(io: CliIo = processIo()): CliCommand {
         return 2;
       }
       const target = new URL(options.target);
+      // Status lines end up in CI logs: they show the target's password as ***. The findings keep
+      // it, as their curl commands must send it.
+      const shownTarget = maskUrlCredentials(options.target);
       const maxBodyBytes = options['max-body'];
       const key = decodeSecret(options.secret)!;
       const json = options.format === 'json';
@@ -182,7 +186,7 @@ export function createFuzzCommand(io: CliIo = processIo()): CliCommand {
       // A target nobody listens on, or that never answers, would fail every case: say so at once, without shrinking.
       const unreachable = await connectProblem(options.target, options.timeout);
       if (unreachable !== null) {
-        io.stderr.write(`hookline fuzz: cannot connect to ${options.target} (${unreachable}); start the receiver, or check --target\n`);
+        io.stderr.write(`hookline fuzz: cannot connect to ${shownTarget} (${unreachable}); start the receiver, or check --target\n`);
         return 1;
       }
       const runTag = Date.now().toString(36);
@@ -192,7 +196,7 @@ export function createFuzzCommand(io: CliIo = processIo()): CliCommand {
       const context = () => ({ key, webhookId: probeId(), nowSeconds: Math.floor(Date.now() / 1000), toleranceSeconds: options.tolerance, maxBodyBytes, customHeaders });
       const first = await sendWire(target, validProbe(context()), options.timeout);
       if (first.status === null) {
-        io.stderr.write(`hookline fuzz: ${options.target} took the connection but did not answer a valid delivery (${first.error}); is it a webhook receiver, and running?\n`);
+        io.stderr.write(`hookline fuzz: ${shownTarget} took the connection but did not answer a valid delivery (${first.error}); is it a webhook receiver, and running?\n`);
         return 1;
       }
       let corpus: Uint8Array[] | undefined;
@@ -208,7 +212,7 @@ export function createFuzzCommand(io: CliIo = processIo()): CliCommand {
           return 1;
         }
       }
-      say(`fuzzing ${options.target} with seed ${options.seed}, up to ${counted(options.runs, 'case')} per kind${corpus ? `, bodies from ${counted(corpus.length, 'stored event')}` : ''}\n`);
+      say(`fuzzing ${shownTarget} with seed ${options.seed}, up to ${counted(options.runs, 'case')} per kind${corpus ? `, bodies from ${counted(corpus.length, 'stored event')}` : ''}\n`);
       const progress = progressBar(io.stderr, 'fuzz');
       try {
         const report = await runFuzz({

@@ -6,6 +6,7 @@ import { EVENT_TYPES } from '../sdk/types.js';
 import { newSortableId } from '../store/ids.js';
 import { EventLogReader } from '../replay/event-log.js';
 import { replayEvents, seededRandom } from '../replay/replay-run.js';
+import { maskUrlCredentials } from '../transport/url-credentials.js';
 import { NO_POSITIONALS, defineCommand, deliveryTimeoutFlag, durationFlag, headerFlag, integerFlag, positiveNumberFlag, secretsFlag, urlFlag } from './args.js';
 import type { CliCommand } from './command.js';
 import { createPoster } from './http-post.js';
@@ -160,7 +161,7 @@ export function createReplayCommand(io: CliIo = processIo()): CliCommand {
           return 0;
         }
         if (options['dry-run']) {
-          io.stdout.write(`would replay ${counted(events.length, 'event')} of project "${projectId}" ${window} to ${options.target}:\n`);
+          io.stdout.write(`would replay ${counted(events.length, 'event')} of project "${projectId}" ${window} to ${maskUrlCredentials(options.target)}:\n`);
           for (const event of events) io.stdout.write(`  ${event.id}  ${event.type}  ${isoTime(event.createdAt)}  ${counted(reader.envelope(projectId, event.id)?.length ?? 0, 'byte')}\n`);
           return 0;
         }
@@ -171,7 +172,7 @@ export function createReplayCommand(io: CliIo = processIo()): CliCommand {
           options.duplicates > 0 ? `, ${options.duplicates * 100}% duplicated` : '',
           options.shuffle || options.duplicates > 0 ? ` (seed ${options.seed})` : '',
         ].join('');
-        io.stdout.write(`replaying ${counted(events.length, 'event')} of project "${projectId}" ${window} to ${options.target}, at most ${options.rate} a second${load}\n`);
+        io.stdout.write(`replaying ${counted(events.length, 'event')} of project "${projectId}" ${window} to ${maskUrlCredentials(options.target)}, at most ${options.rate} a second${load}\n`);
         // As many connections as sends in flight: with fewer, the rest waited signed, their timestamps ageing.
         const poster = createPoster(options.target, options.timeout, options.concurrency);
         const progress = progressBar(io.stderr, 'replay');

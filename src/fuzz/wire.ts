@@ -7,6 +7,7 @@
 import { connect as connectTcp } from 'node:net';
 import type { Socket } from 'node:net';
 import { connect as connectTls } from 'node:tls';
+import { basicAuthorization } from '../transport/url-credentials.js';
 
 /** The answer to one request: a status, or none (`error` says why). */
 export interface WireOutcome {
@@ -42,7 +43,11 @@ function pieces(body: Uint8Array, splits: readonly number[]): Uint8Array[] {
 
 const STATUS_LINE = /^HTTP\/1\.[01] (\d{3})/;
 
-/** Sends one request to `target` and resolves with its status, never rejecting. */
+/**
+ * Sends one request to `target` and resolves with its status, never rejecting. Credentials in
+ * `target` go out as a real delivery sends them (`authorization: Basic …`, unless the request
+ * names its own `authorization`), and never in the request line.
+ */
 export function sendWire(target: URL, request: WireRequest, timeoutMs: number): Promise<WireOutcome> {
   const started = performance.now();
   const https = target.protocol === 'https:';
@@ -51,10 +56,13 @@ export function sendWire(target: URL, request: WireRequest, timeoutMs: number): 
   const framing = request.framing ?? 'content-length';
   const parts = pieces(request.body, request.splits ?? []).slice(0, request.piecesSent ?? Infinity);
   const length = request.declaredLength ?? request.body.length;
+  const authorization = basicAuthorization(target);
+  const ownAuthorization = authorization !== null && Object.keys(request.headers).some((name) => name.toLowerCase() === 'authorization');
   const head = [
     `POST ${target.pathname}${target.search} HTTP/1.1`,
     `host: ${target.host}`,
     'connection: close',
+    ...(authorization !== null && !ownAuthorization ? [`authorization: ${authorization}`] : []),
     ...Object.entries(request.headers).map(([name, value]) => `${name}: ${value}`),
     framing === 'chunked' ? 'transfer-encoding: chunked' : `content-length: ${length}`,
     '',

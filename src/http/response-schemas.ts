@@ -35,7 +35,7 @@ export const errorResponse = z
 
 export const webhookConfigResponse = z
   .strictObject({
-    callbackUrl: z.string(),
+    callbackUrl: z.string().describe('As set, credentials included (operational events show the password as `***`).'),
     status: z.enum(['active', 'paused', 'disabled']).describe('`disabled` is set by Hookline after HOOKLINE_DISABLE_AFTER of failures; PUT `active` to resume.'),
     eventTypes: z.array(eventType),
     disabledReason: z.string().nullable().describe('Why Hookline disabled the endpoint (`the endpoint answered 410 Gone`, or every attempt failing for HOOKLINE_DISABLE_AFTER); `null` unless `status` is `disabled`.'),

@@ -81,10 +81,11 @@ const payloadFilter = z
   );
 
 const webhookUrl = z.url({ protocol: /^https?$/, error: 'must be an absolute http or https URL' }).max(2048);
+const URL_CREDENTIALS = 'Credentials in it (`https://user:pass@host/path`, each part percent-encoded) are sent as `authorization: Basic …`, never in the request line.';
 
 export const configureWebhookBody = strictShape(
   {
-    callbackUrl: webhookUrl,
+    callbackUrl: webhookUrl.describe(`Where deliveries are POSTed. ${URL_CREDENTIALS} An \`authorization\` in \`headers\` wins over them.`),
     status: oneOf(['active', 'paused'], 'statuses a webhook can be set to'),
     eventTypes: z.array(eventTypeInput).min(1, 'must list at least one event type'),
     headers: customHeaders.optional(),
@@ -95,7 +96,9 @@ export const configureWebhookBody = strictShape(
     operationalUrl: webhookUrl
       .nullable()
       .optional()
-      .describe('Receives Hookline\'s signed operational events about the project (`hookline.endpoint.disabled`, `hookline.endpoint.recovered`, `hookline.delivery.dead_lettered`), signed with `operationalSecret` (GET /v1/webhook/secret).'),
+      .describe(
+        `Receives Hookline's signed operational events about the project (\`hookline.endpoint.disabled\`, \`hookline.endpoint.recovered\`, \`hookline.delivery.dead_lettered\`), signed with \`operationalSecret\` (GET /v1/webhook/secret). ${URL_CREDENTIALS}`,
+      ),
   },
   'the webhook configuration',
 );

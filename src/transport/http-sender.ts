@@ -11,6 +11,7 @@ import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { FixedDelayTimers } from '../fixed-delay-timers.js';
 import type { TimerEntry } from '../fixed-delay-timers.js';
+import { basicAuthorization } from './url-credentials.js';
 
 /** Stable class of a failed attempt. */
 export type AttemptErrorCode =
@@ -60,9 +61,14 @@ export interface HttpSenderOptions {
 }
 
 export interface SendRequest {
+  /**
+   * Where to POST. Credentials in it (`https://user:pass@host/path`) are sent as
+   * `authorization: Basic …`, not in the request line.
+   */
   readonly url: string;
   /**
-   * Added to `content-type: application/json`; names are case-insensitive and override it. A
+   * Added to `content-type: application/json` and the URL's `authorization`; names are
+   * case-insensitive and override both (an explicit `authorization` wins over the URL's). A
    * function is called once, when the exchange starts (a connection of the origin free for it): for
    * headers that say when the request left, as a signature's timestamp does.
    */
@@ -77,6 +83,19 @@ const DEFAULT_MAX_CONNECTIONS_PER_ORIGIN = 50;
 const DEFAULT_MAX_RESPONSE_BYTES = 1024;
 const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 4_000;
 const BLOCKED_ADDRESS_CODE = 'HOOKLINE_BLOCKED_ADDRESS';
+/** Parsed targets kept; past it the cache starts over (a node delivers to about one URL a project). */
+const MAX_CACHED_TARGETS = 4_096;
+
+/** A send's URL as the exchange needs it, parsed once per URL string. */
+interface Target {
+  readonly origin: string;
+  /** Path and query: the request line, without the userinfo. */
+  readonly path: string;
+  /** The host when it is an IP literal (brackets removed), which the SSRF guard judges before connecting. */
+  readonly literalHost: string | null;
+  /** From the URL's userinfo; null without one. */
+  readonly authorization: string | null;
+}
 
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
@@ -111,6 +130,8 @@ export class HttpSender {
   readonly #options: Required<Omit<HttpSenderOptions, 'isBlockedAddress'>>;
   readonly #isBlockedAddress: ((address: string) => boolean) | undefined;
   readonly #pools = new Map<string, Pool>();
+  /** Every attempt of an endpoint sends to the same URL string: parsed (and its credentials encoded) once. */
+  readonly #targets = new Map<string, Target | string>();
   /**
    * Sends to an origin beyond its connections wait here, not in the pool's queue: there their
    * timeout ran while they waited, so endpoints sharing a slow origin (each with its own
@@ -140,20 +161,15 @@ export class HttpSender {
     const startedAt = performance.now();
     const elapsed = (): number => Math.round(performance.now() - startedAt);
 
-    let target: URL;
-    try {
-      target = new URL(request.url);
-    } catch {
-      return failure(elapsed(), 'network', `invalid URL ${JSON.stringify(request.url)}`);
-    }
-    if (target.protocol !== 'http:' && target.protocol !== 'https:') {
-      return failure(elapsed(), 'network', `unsupported URL scheme ${target.protocol}`);
+    const target = this.#target(request.url);
+    if (typeof target === 'string') {
+      return failure(elapsed(), 'network', target);
     }
     if (this.#closed) {
       return failure(elapsed(), 'aborted', 'sender closed');
     }
-    const literalHost = target.hostname.replace(/^\[|\]$/g, '');
-    if (this.#isBlockedAddress && isIP(literalHost) !== 0 && this.#isBlockedAddress(literalHost)) {
+    const { literalHost } = target;
+    if (this.#isBlockedAddress && literalHost !== null && this.#isBlockedAddress(literalHost)) {
       return failure(elapsed(), 'blocked_address', `${literalHost} is an address callbacks may not reach (HOOKLINE_ALLOW_PRIVATE_NETWORKS=0)`);
     }
     // Checked without a promise when a connection is free, as it is but under overload.
@@ -166,6 +182,17 @@ export class HttpSender {
     } finally {
       this.#endTurn(target.origin);
     }
+  }
+
+  /** `url` parsed for sending, or why it cannot be sent to. */
+  #target(url: string): Target | string {
+    let target = this.#targets.get(url);
+    if (target === undefined) {
+      if (this.#targets.size >= MAX_CACHED_TARGETS) this.#targets.clear();
+      target = parseTarget(url);
+      this.#targets.set(url, target);
+    }
+    return target;
   }
 
   /**
@@ -217,16 +244,16 @@ export class HttpSender {
   }
 
   /** One exchange, a connection of the origin free for it: its duration and timeout count from here. */
-  #exchange(target: URL, request: SendRequest): Promise<AttemptOutcome> {
+  #exchange(target: Target, request: SendRequest): Promise<AttemptOutcome> {
     let headers: Record<string, string>;
     try {
-      headers = buildHeaders(typeof request.headers === 'function' ? request.headers() : request.headers);
+      headers = buildHeaders(target.authorization, typeof request.headers === 'function' ? request.headers() : request.headers);
     } catch (error) {
       return Promise.resolve(failure(0, 'network', `the request could not be made: ${error instanceof Error ? error.message : String(error)}`));
     }
     return new Promise((resolve) => {
       const exchange = new Exchange(request, this.#options, this.#deadlines, resolve);
-      this.#poolFor(target.origin).dispatch({ method: 'POST', path: `${target.pathname}${target.search}`, headers, body: request.body }, exchange);
+      this.#poolFor(target.origin).dispatch({ method: 'POST', path: target.path, headers, body: request.body }, exchange);
     });
   }
 
@@ -389,8 +416,22 @@ function failure(durationMs: number, errorCode: AttemptErrorCode, error: string)
   return { ok: false, statusCode: null, durationMs, error, errorCode, responseBody: '', retryAfterMs: null };
 }
 
-function buildHeaders(given: Readonly<Record<string, string>>): Record<string, string> {
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
+function parseTarget(url: string): Target | string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return `invalid URL ${JSON.stringify(url)}`;
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    return `unsupported URL scheme ${parsed.protocol}`;
+  }
+  const host = parsed.hostname.replace(/^\[|\]$/g, '');
+  return { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}`, literalHost: isIP(host) !== 0 ? host : null, authorization: basicAuthorization(parsed) };
+}
+
+function buildHeaders(authorization: string | null, given: Readonly<Record<string, string>>): Record<string, string> {
+  const headers: Record<string, string> = authorization === null ? { 'content-type': 'application/json' } : { 'content-type': 'application/json', authorization };
   for (const [name, value] of Object.entries(given)) {
     headers[name.toLowerCase()] = value;
   }

@@ -15,6 +15,8 @@ export interface Envelope {
 }
 
 export interface ReceivedDelivery {
+  /** The request target as it arrived (path and query). */
+  url: string;
   headers: IncomingHttpHeaders;
   webhookId: string;
   webhookTimestamp: string;
@@ -83,7 +85,7 @@ export async function startReceiver(options: { respond?: Receiver['respond']; au
         } catch {
           envelope = { version: '', id: '', type: '', metadata: {}, data: {}, timestamp: '' };
         }
-        const delivery: ReceivedDelivery = { headers: req.headers, webhookId, webhookTimestamp, signature, body, envelope, verified, receivedAt: Date.now() };
+        const delivery: ReceivedDelivery = { url: req.url ?? '', headers: req.headers, webhookId, webhookTimestamp, signature, body, envelope, verified, receivedAt: Date.now() };
         const index = received.push(delivery) - 1;
         const reply = await receiver.respond(delivery, index);
         if (reply === 'hang' || res.destroyed) return;

@@ -129,6 +129,16 @@ describe('hookline fuzz', () => {
     expect(bad.err()).toContain('hookline fuzz: --header: webhook-id: Hookline sets webhook-id itself');
   });
 
+  it("sends the --target URL's credentials as basic auth, as deliveries do, so a receiver requiring them passes; status lines mask the password", async () => {
+    const expected = `Basic ${Buffer.from('bob:p@ss').toString('base64')}`;
+    const basicChecked: Verdict = async (request, body) => (header(request, 'authorization') === expected && !request.url!.includes('@') ? verifyRaw(request, body) : 401);
+    const receiver = await startTestReceiver(basicChecked);
+    const { code, out } = await fuzz(receiver.url.replace('http://', 'http://bob:p%40ss@'), '--runs', '10');
+    expect(code, out).toBe(0);
+    expect(out).toContain(`of ${CASE_KINDS.length} kinds of case ${CASE_KINDS.length} passed, 0 failed`);
+    expect(out).toContain(`fuzzing ${receiver.url.replace('http://', 'http://bob:***@')} `);
+  });
+
   it('waits for an answer as long as real deliveries do: HOOKLINE_DELIVERY_TIMEOUT, read as serve reads it', async () => {
     // 400 ms per answer: within the default, past a HOOKLINE_DELIVERY_TIMEOUT of 200ms.
     const slow: Verdict = async (request, body) => new Promise((resolve) => setTimeout(() => resolve(verifyRaw(request, body)), 400));

@@ -146,6 +146,19 @@ describe('hookline replay', () => {
     expect(staging.received).toHaveLength(3);
   });
 
+  it("sends the --target URL's credentials as basic auth, as deliveries do, and shows its password masked", async () => {
+    const { hookline } = await hooklineWithEvents();
+    const expected = `Basic ${Buffer.from('bob:p@ss').toString('base64')}`;
+    const staging = await startReceiver({ respond: (delivery) => ({ status: delivery.headers.authorization === expected ? 204 : 401 }) });
+    staging.secret = generateSecret();
+    const target = staging.url.replace('http://', 'http://bob:p%40ss@');
+    const { code, out } = await replay(hookline, '--from', '1h', '--target', target, '--secret', staging.secret, '--rate', '1000');
+    expect(code, out).toBe(0);
+    expect(out).toContain(`to ${staging.url.replace('http://', 'http://bob:***@')}, at most`);
+    expect(out).not.toContain('p%40ss');
+    expect(staging.received.map((delivery) => delivery.url)).toEqual(['/hooks', '/hooks', '/hooks']);
+  });
+
   it('waits for each answer as long as real deliveries do: HOOKLINE_DELIVERY_TIMEOUT unless --timeout says otherwise', async () => {
     const { hookline } = await hooklineWithEvents();
     const staging = await startReceiver({ respond: () => new Promise((answer) => setTimeout(() => answer({ status: 204 }), 400)) });

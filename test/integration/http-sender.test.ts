@@ -264,6 +264,25 @@ describe('HttpSender against real receivers', () => {
     expect(await next).toMatchObject({ ok: true });
   });
 
+  it("sends a URL's credentials as basic auth, percent-decoded, and not in the request line; the host is still judged", async () => {
+    const expected = `Basic ${Buffer.from('bob:p@ss:wörd').toString('base64')}`;
+    const receiver = await startReceiver((req, res) => res.writeHead(req.headers.authorization === expected ? 204 : 401).end());
+    const withCredentials = receiver.url.replace('http://', 'http://bob:p%40ss%3Aw%C3%B6rd@');
+    const sender = newSender();
+    for (let n = 0; n < 2; n++) expect(await sender.send({ url: withCredentials, headers: {}, body })).toMatchObject({ ok: true, statusCode: 204 });
+    expect(receiver.requests.map((request) => request.url)).toEqual(['/hooks?tenant=t1', '/hooks?tenant=t1']);
+    // Without credentials in the URL, no authorization is made up.
+    expect(await sender.send({ url: receiver.url, headers: {}, body })).toMatchObject({ statusCode: 401 });
+    expect(receiver.requests[2]!.headers.authorization).toBeUndefined();
+    // An explicit authorization header is the more specific: it wins over the URL's.
+    await sender.send({ url: withCredentials, headers: { Authorization: 'Bearer explicit' }, body });
+    expect(receiver.requests[3]!.headers.authorization).toBe('Bearer explicit');
+
+    const guarded = newSender({ isBlockedAddress: (address) => address === '127.0.0.1' });
+    expect(await guarded.send({ url: withCredentials, headers: {}, body })).toMatchObject({ errorCode: 'blocked_address' });
+    expect(receiver.requests).toHaveLength(4);
+  });
+
   it('never throws on a bad URL or after close', async () => {
     const sender = newSender();
     expect(await sender.send({ url: 'not a url', headers: {}, body })).toMatchObject({ ok: false, errorCode: 'network' });
