@@ -1,6 +1,6 @@
 import { HooklineError } from '../errors.js';
 import { isoTime } from '../iso-time.js';
-import { deliveryTable } from '../machines/index.js';
+import { deliveryTable, isTerminalDelivery } from '../machines/index.js';
 import type { DeliveryEventType, DeliveryStatus, DeliveryStep } from '../machines/index.js';
 import type { AttemptRecord, DeliveryChange, DeliveryHead, TransitionRecord, WebhookRecord } from '../store/records.js';
 import type { AttemptOutcome } from '../transport/http-sender.js';
@@ -299,6 +299,9 @@ export class DeliveryLifecycle {
   apply(delivery: LiveDelivery, event: DeliveryEventType, step: DeliveryStep, details: { attemptInfo?: { attempt: AttemptRecord; outcome: AttemptOutcome }; dueAt?: number } = {}): Promise<DeliveryChange> {
     const { attemptInfo } = details;
     const now = this.deps.clock.now();
+    // A new round (retry, redrive) joins the ordered line at its tail, also when the dead letter is
+    // still held (its last step being written): held, it kept its old place ahead of later ones.
+    if (isTerminalDelivery(delivery.status) && !isTerminalDelivery(step.state)) this.release(delivery.id);
     delivery.status = step.state;
     delivery.counters = step.context;
     delivery.nextAttemptAt = null;
