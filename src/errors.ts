@@ -75,6 +75,17 @@ export class HooklineError extends Error {
   }
 }
 
+/**
+ * An unexpected failure of an API request (answered 500). The answer names the request id that
+ * the failure's server log line carries (`reqId`), so an operator handed the answer finds the line.
+ */
+export function internalError(cause: unknown, requestId: string): HooklineError {
+  return new HooklineError('HOOKLINE_ERR_INTERNAL', `internal error; the server log has the details under reqId ${requestId}`, {
+    cause,
+    details: [{ message: `the server log line with "reqId":"${requestId}" has the details`, reqId: requestId }],
+  });
+}
+
 export function isHooklineError(error: unknown): error is HooklineError {
   return typeof error === 'object' && error !== null && typeof (error as { code?: unknown }).code === 'string' && (error as { code: string }).code in ERROR_CODES;
 }

@@ -258,7 +258,18 @@ export class Engine implements BatchEventSink {
       const { apiKey } = await this.createProject('default', configuredKey ?? generateApiKey(), DEFAULT_PROJECT_ID);
       return { generatedApiKey: configuredKey ? null : apiKey };
     }
-    if (configuredKey && this.authenticate(configuredKey) !== DEFAULT_PROJECT_ID) await this.addApiKey(DEFAULT_PROJECT_ID, configuredKey);
+    if (configuredKey && this.authenticate(configuredKey) !== DEFAULT_PROJECT_ID) {
+      // Added, never swapped: removing keys at start because a variable changed could lock every
+      // client out. An operator who changed it meaning a rotation learns that the old keys remain.
+      const earlierKeys = this.store.apiKeyCount(DEFAULT_PROJECT_ID);
+      await this.addApiKey(DEFAULT_PROJECT_ID, configuredKey);
+      if (earlierKeys > 0) {
+        this.logger.warn(
+          { projectId: DEFAULT_PROJECT_ID, earlierKeys },
+          `HOOKLINE_API_KEY was added to project "default" as a new key; the keys it had before (earlierKeys) still work: revoke each one no longer used with printf '%s' "$OLD_KEY" | hookline keys revoke --key-stdin`,
+        );
+      }
+    }
     return { generatedApiKey: null };
   }
 

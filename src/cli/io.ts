@@ -21,6 +21,8 @@ export interface CliIo {
    * signal handler.
    */
   stopSignal(): AbortSignal;
+  /** Everything on standard input until its end, for a secret that must stay out of the arguments. */
+  readStdin(): Promise<string>;
 }
 
 /** The real process: stdout, stderr, `process.env`, SIGINT/SIGTERM. */
@@ -39,6 +41,11 @@ export function processIo(): CliIo {
         signal = controller.signal;
       }
       return signal;
+    },
+    async readStdin() {
+      let text = '';
+      for await (const chunk of process.stdin.setEncoding('utf8')) text += chunk as string;
+      return text;
     },
   };
 }

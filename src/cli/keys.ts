@@ -1,10 +1,12 @@
 import { z } from 'zod';
-import { Engine } from '../actors/engine.js';
+import { Engine, hashApiKey } from '../actors/engine.js';
 import { settingsFromEnvironment } from '../config/settings.js';
 import { isoTime } from '../iso-time.js';
 import { counted } from '../plural.js';
 import { EventLogReader } from '../replay/event-log.js';
 import { claimDataDir } from '../store/data-dir.js';
+import { revokeApiKeyHash } from '../store/key-revocation.js';
+import type { KeyRevocation } from '../store/key-revocation.js';
 import { textTable } from '../text-table.js';
 import { NO_POSITIONALS, commandWithHelp, runParsed, usageProblem } from './args.js';
 import type { CliCommand } from './command.js';
@@ -13,13 +15,23 @@ import { processIo } from './io.js';
 
 const HELP = `Usage: hookline keys create --project NAME
        hookline keys list [--data-dir DIR]
+       hookline keys revoke (--key-stdin | --key KEY) [--force] [--data-dir DIR]
 
 create  creates an API key for project NAME in HOOKLINE_DATA_DIR (./data), creating the project if it
         does not exist, and prints the key once (only its hash is stored). Run it while the service
         is stopped, or use POST /admin/v1/projects on a running service.
 list    lists the projects in the data directory (default HOOKLINE_DATA_DIR, else ./data): id, name,
         when it was created and how many API keys it has. Keys are stored as hashes, so no key can
-        be shown again; create a new one if it is lost. Read-only: works beside a running service.`;
+        be shown again; create a new one if it is lost. Read-only: works beside a running service.
+revoke  deletes an API key from the data directory (default HOOKLINE_DATA_DIR, else ./data) and prints
+        the project it opened. Works beside a running service, which refuses the key from its next
+        request on. Give the key itself: --key-stdin reads it from standard input (as docker login
+        --password-stdin does), which keeps it out of shell history and the process list:
+          printf '%s' "$OLD_KEY" | hookline keys revoke --key-stdin
+        --key KEY takes it as an argument. An unknown key exits 1. A project's last key is kept
+        (exit 1) unless --force: the project would then answer 401 to everything until
+        "hookline keys create --project ID" (with the service stopped) gives it a new key.
+        A single node's keys only: in a cluster the NATS directory keeps the key.`;
 
 const PROJECT = z.string({ error: 'is required: --project NAME (1-64 of A-Z a-z 0-9 _ -)' }).regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 _ -');
 
@@ -45,6 +57,45 @@ async function create(io: CliIo, { project }: z.output<typeof CREATE_SCHEMA>): P
 
 function listSchema(io: CliIo) {
   return z.object({ 'data-dir': z.string().min(1, 'must name a directory').default(io.env.HOOKLINE_DATA_DIR || './data'), positionals: NO_POSITIONALS });
+}
+
+function revokeSchema(io: CliIo) {
+  return z
+    .object({
+      key: z.string().min(1, 'must not be empty').optional(),
+      'key-stdin': z.boolean().default(false),
+      force: z.boolean().default(false),
+      'data-dir': z.string().min(1, 'must name a directory').default(io.env.HOOKLINE_DATA_DIR || './data'),
+      positionals: NO_POSITIONALS,
+    })
+    .refine((options) => (options.key === undefined) !== !options['key-stdin'], { message: 'give the key once: --key-stdin (reads it from standard input) or --key KEY' });
+}
+
+async function revoke(io: CliIo, options: z.output<ReturnType<typeof revokeSchema>>): Promise<number> {
+  const dataDir = options['data-dir'];
+  const apiKey = options.key ?? (await io.readStdin()).trim();
+  if (apiKey === '') return usageProblem(io, 'keys revoke', ['standard input held no key: pipe the key in, e.g. printf \'%s\' "$OLD_KEY" | hookline keys revoke --key-stdin']);
+  let revocation: KeyRevocation;
+  try {
+    revocation = await revokeApiKeyHash(dataDir, hashApiKey(apiKey), { allowLastKey: options.force });
+  } catch (error) {
+    io.stderr.write(`hookline keys revoke: ${(error as Error).message}\n`);
+    return 1;
+  }
+  if (revocation.outcome === 'unknown') {
+    io.stderr.write(`hookline keys revoke: no such key in ${dataDir}: it was revoked already or is another data directory's (check --data-dir or HOOKLINE_DATA_DIR)\n`);
+    return 1;
+  }
+  const { projectId } = revocation;
+  if (revocation.outcome === 'last_key') {
+    io.stderr.write(`hookline keys revoke: that is the last key of project "${projectId}": stop the service, run hookline keys create --project ${projectId} and revoke this one after, or pass --force to leave the project without a key\n`);
+    return 1;
+  }
+  const left = revocation.keysLeft === 0 ? `it has no key now (hookline keys create --project ${projectId}, with the service stopped, makes one)` : `${counted(revocation.keysLeft, 'key')} left`;
+  io.stdout.write(`revoked a key of project "${projectId}"; ${left}\n`);
+  // ensureDefaultProject adds HOOKLINE_API_KEY back at the next start.
+  if (projectId === 'default' && io.env.HOOKLINE_API_KEY === apiKey) io.stderr.write('hookline keys revoke: HOOKLINE_API_KEY still holds this key: change or unset it, or the next start adds it again\n');
+  return 0;
 }
 
 async function list(io: CliIo, dataDir: string): Promise<number> {
@@ -75,7 +126,11 @@ export function createKeysCommand(io: CliIo = processIo()): CliCommand {
   return commandWithHelp(io, command, async ([subcommand, ...rest]) => {
     if (subcommand === 'create') return runParsed(io, 'keys create', rest, { project: { type: 'string' } }, CREATE_SCHEMA, (options) => create(io, options));
     if (subcommand === 'list') return runParsed(io, 'keys list', rest, { 'data-dir': { type: 'string' } }, listSchema(io), (options) => list(io, options['data-dir']));
-    return usageProblem(io, 'keys', [subcommand ? `unknown subcommand "${subcommand}": create or list` : 'missing subcommand: create or list']);
+    if (subcommand === 'revoke') {
+      const flags = { key: { type: 'string' }, 'key-stdin': { type: 'boolean' }, force: { type: 'boolean' }, 'data-dir': { type: 'string' } } as const;
+      return runParsed(io, 'keys revoke', rest, flags, revokeSchema(io), (options) => revoke(io, options));
+    }
+    return usageProblem(io, 'keys', [subcommand ? `unknown subcommand "${subcommand}": create, list or revoke` : 'missing subcommand: create, list or revoke']);
   });
 }
 

@@ -19,7 +19,7 @@ export interface CommandEntry {
  */
 export const COMMANDS: readonly CommandEntry[] = [
   { name: 'serve', summary: 'run the webhook delivery service (what `npm start` runs)', load: async () => (await import('./serve.js')).serveCommand },
-  { name: 'keys', summary: 'create API keys, and list the projects, in the local data directory', load: async (io) => (await import('./keys.js')).createKeysCommand(io) },
+  { name: 'keys', summary: 'create and revoke API keys, and list the projects, in the local data directory', load: async (io) => (await import('./keys.js')).createKeysCommand(io) },
   { name: 'publish', summary: "publish one event to Hookline over NATS JetStream and wait for Hookline's verdict", load: async (io) => (await import('./publish.js')).createPublishCommand(io) },
   { name: 'receive', summary: 'a local receiver that verifies and prints each delivery', load: async (io) => (await import('./receive.js')).createReceiveCommand(io) },
   { name: 'fuzz', summary: 'fuzz a webhook receiver with valid and forged signed deliveries, and measure its edges', load: async (io) => (await import('./fuzz.js')).createFuzzCommand(io) },

@@ -80,7 +80,7 @@ const ERROR_DESCRIPTIONS: Record<number, Answer> = {
   413: { description: '`payload_too_large`: the body exceeds HOOKLINE_MAX_BODY (256 KB by default), or HOOKLINE_MAX_BATCH_BODY (4 MB by default) for a batch.' },
   415: { description: '`unsupported_media_type`: send `content-type: application/json`.' },
   429: { description: '`rate_limited`: more than HOOKLINE_RATE_LIMIT requests per second for this project.', headers: retryAfter },
-  500: { description: '`internal_error`; the server log has the details.' },
+  500: { description: '`internal_error`; the server log has the details, in the line whose `reqId` the message and `details[0].reqId` name.' },
   502: { description: '`answer_too_large` (cluster mode): the owning node\'s answer is over NATS max_payload on its way to the node called; ask for a smaller page (`limit`) or call the owning node.' },
   503: { description: '`overloaded`, `storage_full`, `shutting_down`, `storage_unavailable` or `partition_moving`; nothing was changed. Send again after Retry-After.', headers: retryAfter },
 };

@@ -1,13 +1,14 @@
 import Fastify, { LogController } from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Engine } from '../actors/engine.js';
-import { DEFAULT_RETRY_AFTER_SECONDS, HooklineError, isHooklineError } from '../errors.js';
+import { DEFAULT_RETRY_AFTER_SECONDS, HooklineError, internalError, isHooklineError } from '../errors.js';
 import { FORWARDED_HEADER } from '../cluster/rpc.js';
 import type { ForwardedReply, ForwardedRequest } from '../cluster/rpc.js';
 import type { EmbeddedTransport } from '../transport/embedded.js';
 import { answerClientError } from './client-error.js';
 import { noRouteError } from './no-route.js';
 import { ProjectRateLimiter } from './rate-limit.js';
+import { requestIdGenerator } from './request-ids.js';
 import { acceptJsonBodies, closeIfBodyUnread } from './request-body.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerDeliveryRoutes } from './routes/deliveries.js';
@@ -65,13 +66,13 @@ const FASTIFY_ERRORS: Record<string, HooklineError['code']> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'HOOKLINE_ERR_VALIDATION',
 };
 
-function toHooklineError(error: unknown): HooklineError {
+function toHooklineError(error: unknown, requestId: string): HooklineError {
   if (isHooklineError(error)) return error;
   const fastifyCode = (error as { code?: string }).code;
   const mapped = fastifyCode ? FASTIFY_ERRORS[fastifyCode] : undefined;
   if (mapped) return new HooklineError(mapped, (error as Error).message, { cause: error });
   if (error instanceof SyntaxError || (error as { statusCode?: number }).statusCode === 400) return new HooklineError('HOOKLINE_ERR_BAD_JSON', 'the body is not valid JSON', { cause: error });
-  return new HooklineError('HOOKLINE_ERR_INTERNAL', 'internal error; the server log has the details', { cause: error });
+  return internalError(error, requestId);
 }
 
 /**
@@ -95,6 +96,7 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     bodyLimit: deps.engine.settings.maxBodyBytes,
+    genReqId: requestIdGenerator(),
     // Fastify's default (100) refused the longest event ids (`evt_` and 100 characters) in
     // `/v1/events/:eventId/replay`; the params schemas bound ids at 200.
     routerOptions: { maxParamLength: 256 },
@@ -117,7 +119,7 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
 
   app.setErrorHandler((error, request, reply) => {
     // An unknown route reads its body before the not-found handler runs: whatever the body, no such route.
-    const hooklineError = request.is404 ? noRouteError(request) : toHooklineError(error);
+    const hooklineError = request.is404 ? noRouteError(request) : toHooklineError(error, request.id);
     if (needsServerLog(hooklineError)) request.log.error({ err: error }, hooklineError.message);
     const retryAfterSeconds = hooklineError.retryAfterSeconds ?? (hooklineError.status === 503 ? DEFAULT_RETRY_AFTER_SECONDS : undefined);
     if (retryAfterSeconds !== undefined) reply.header('retry-after', String(retryAfterSeconds));

@@ -6,12 +6,9 @@
  * creates anything. Records are checked with zod as they are read back, since the files may come
  * from another version.
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { open } from 'lmdb';
 import type { Database, RootDatabase } from 'lmdb';
 import { z } from 'zod';
-import { openTable } from '../store/tables.js';
+import { openExistingData, openTable } from '../store/tables.js';
 
 /** The part of a stored event (src/store/records.ts `EventRecord`) that replay reads. */
 const storedEventSchema = z.object({
@@ -71,16 +68,7 @@ export class EventLogReader {
 
   /** @throws {Error} with what to do when the directory holds no Hookline data. */
   static open(dataDir: string): EventLogReader {
-    if (!existsSync(join(dataDir, 'data.mdb'))) {
-      throw new Error(`no Hookline data in ${dataDir}: point --data-dir (or HOOKLINE_DATA_DIR) at the node's data directory`);
-    }
-    let root: RootDatabase;
-    try {
-      // noSubdir: false, or lmdb-js takes a directory named like `hookline.d` for a file.
-      root = open({ path: dataDir, readOnly: true, noSubdir: false });
-    } catch (error) {
-      throw new Error(`cannot open ${dataDir} as Hookline data (${(error as Error).message}): point --data-dir (or HOOKLINE_DATA_DIR) at the node's data directory`, { cause: error });
-    }
+    const root = openExistingData(dataDir, { readOnly: true });
     return new EventLogReader(root, openTable(root, EVENTS_DB), openTable(root, PROJECTS_DB), openTable(root, API_KEYS_DB));
   }
 

@@ -206,6 +206,13 @@ export class HooklineStore {
     }));
   }
 
+  /** How many API keys open the project (a scan of every key: for start-up and tools, not requests). */
+  apiKeyCount(projectId: string): number {
+    let keys = 0;
+    for (const { value } of this.apiKeys.getRange()) if (value === projectId) keys++;
+    return keys;
+  }
+
   projectIdForKeyHash(apiKeyHash: string): string | undefined {
     return this.apiKeys.get(apiKeyHash);
   }

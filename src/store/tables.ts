@@ -1,3 +1,6 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { open } from 'lmdb';
 import type { Database, Key, RootDatabase } from 'lmdb';
 
 /**
@@ -13,4 +16,21 @@ const SHARED_STRUCTURES_KEY = Symbol.for('hookline.structures');
 /** Opens (creating it when the root is writable) the named table of msgpack-encoded records. */
 export function openTable<V, K extends Key>(root: RootDatabase, name: string): Database<V, K> {
   return root.openDB<V, K>({ name, sharedStructuresKey: SHARED_STRUCTURES_KEY });
+}
+
+/**
+ * Opens the LMDB environment a node wrote in `dataDir` from another process (a tool beside a
+ * running node, or after it), never creating one.
+ * @throws {Error} with what to do when the directory holds no Hookline data.
+ */
+export function openExistingData(dataDir: string, { readOnly }: { readOnly: boolean }): RootDatabase {
+  if (!existsSync(join(dataDir, 'data.mdb'))) {
+    throw new Error(`no Hookline data in ${dataDir}: point --data-dir (or HOOKLINE_DATA_DIR) at the node's data directory`);
+  }
+  try {
+    // noSubdir: false, or lmdb-js takes a directory named like `hookline.d` for a file.
+    return open({ path: dataDir, readOnly, noSubdir: false });
+  } catch (error) {
+    throw new Error(`cannot open ${dataDir} as Hookline data (${(error as Error).message}): point --data-dir (or HOOKLINE_DATA_DIR) at the node's data directory`, { cause: error });
+  }
 }

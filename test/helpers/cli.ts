@@ -12,9 +12,9 @@ export interface CapturedIo extends CliIo {
 
 /**
  * An in-process stand-in for the terminal: output is captured (not a TTY, so no progress bars),
- * the environment is only what is given, and `stop()` plays the part of SIGINT.
+ * the environment and standard input are only what is given, and `stop()` plays the part of SIGINT.
  */
-export function captureIo(env: Record<string, string | undefined> = {}): CapturedIo {
+export function captureIo(env: Record<string, string | undefined> = {}, stdin = ''): CapturedIo {
   let stdout = '';
   let stderr = '';
   const controller = new AbortController();
@@ -23,6 +23,7 @@ export function captureIo(env: Record<string, string | undefined> = {}): Capture
     stderr: { write: (text: string) => (stderr += text) },
     env,
     stopSignal: () => controller.signal,
+    readStdin: async () => stdin,
     out: () => stdout,
     err: () => stderr,
     stop: () => controller.abort(),

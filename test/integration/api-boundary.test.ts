@@ -2,6 +2,7 @@ import { connect } from 'node:net';
 import { pino } from 'pino';
 import { describe, expect, it, vi } from 'vitest';
 import { ADMIN_KEY, ALL_TYPES, API_KEY, sampleEvent, startTestHookline } from '../helpers/hookline.js';
+import { testDataDir } from '../helpers/temp-dir.js';
 
 /**
  * The HTTP boundary: what a request gets before or around its route (the log of unexpected
@@ -15,19 +16,33 @@ function expectError(answer: { status: number; body: any }, status: number, code
 }
 
 describe('unexpected failures', () => {
-  it('a route throwing a plain Error answers 500 internal_error and logs the error once, at error, with the request id', async () => {
-    const lines: Array<Record<string, any>> = [];
-    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
-    const hookline = await startTestHookline({}, { logger });
-    vi.spyOn(hookline.node.engine, 'readDelivery').mockImplementation(() => {
-      throw new Error('the disk is on fire');
-    });
+  it('a route throwing a plain Error answers 500 internal_error and logs the error once, at error, with the request id the answer names', async () => {
+    const dataDir = testDataDir();
+    const failOnce = async () => {
+      const lines: Array<Record<string, any>> = [];
+      const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+      const hookline = await startTestHookline({ dataDir }, { logger });
+      vi.spyOn(hookline.node.engine, 'readDelivery').mockImplementation(() => {
+        throw new Error('the disk is on fire');
+      });
+      const answer = await hookline.api('GET', '/v1/logs/webhook-deliveries/dlv_any');
+      await hookline.close();
+      expectError(answer, 500, 'internal_error');
+      const errors = lines.filter((line) => line.level >= 50);
+      expect(errors).toHaveLength(1);
+      expect(errors[0]).toMatchObject({ level: 50, reqId: expect.any(String), err: { message: 'the disk is on fire' } });
+      const { reqId } = errors[0]!;
+      expect(answer.body.error.message).toBe(`internal error; the server log has the details under reqId ${reqId}`);
+      expect(answer.body.error.details).toEqual([{ message: `the server log line with "reqId":"${reqId}" has the details`, reqId }]);
+      return reqId as string;
+    };
 
-    expectError(await hookline.api('GET', '/v1/logs/webhook-deliveries/dlv_any'), 500, 'internal_error');
-
-    const errors = lines.filter((line) => line.level >= 50);
-    expect(errors).toHaveLength(1);
-    expect(errors[0]).toMatchObject({ level: 50, reqId: expect.any(String), err: { message: 'the disk is on fire' } });
+    const first = await failOnce();
+    // The first request after a restart on the same data directory gets an id of its own.
+    const afterRestart = await failOnce();
+    expect(first).toMatch(/^[0-9a-f]{10}-1$/);
+    expect(afterRestart).toMatch(/^[0-9a-f]{10}-1$/);
+    expect(afterRestart).not.toBe(first);
   });
 });
 

@@ -71,7 +71,7 @@ describe('hookline', () => {
     expect(missing.err()).toContain('hookline keys list: no Hookline data in /nonexistent/hookline-data');
     const unknown = captureIo();
     expect(await runCli(['keys', 'show'], unknown)).toBe(2);
-    expect(unknown.err()).toContain('hookline keys: unknown subcommand "show": create or list');
+    expect(unknown.err()).toContain('hookline keys: unknown subcommand "show": create, list or revoke');
   });
 
   it('an error escaping a command is one line: a user error its message, a bug says so, stacks only with HOOKLINE_DEBUG=1', () => {

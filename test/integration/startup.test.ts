@@ -246,3 +246,31 @@ describe('data directory names', () => {
     expect(existsSync(join(dataDir, 'data.mdb'))).toBe(true);
   });
 });
+
+describe('HOOKLINE_API_KEY changed after the first start', () => {
+  it('adds the new key, keeps the old, and warns with how to revoke the old; the same key again warns nothing', async () => {
+    ensureBuilt();
+    const dataDir = tempDir();
+    const warnings = (node: ChildNode) => node.lines.filter((line) => line.includes('HOOKLINE_API_KEY')).map((line) => JSON.parse(line) as Record<string, unknown>);
+    const status = async (node: ChildNode, key: string) => (await fetch(`${node.url}/v1/logs/webhook-deliveries`, { headers: { authorization: `Bearer ${key}` } })).status;
+    for (const key of ['k', 'k']) {
+      const node = await startNode(dataDir, { HOOKLINE_API_KEY: key });
+      expect(warnings(node)).toEqual([]);
+      node.process.kill('SIGTERM');
+      expect(await node.exited).toMatchObject({ code: 0 });
+    }
+
+    const rotated = await startNode(dataDir, { HOOKLINE_API_KEY: 'rotated-key' });
+    expect(warnings(rotated)).toEqual([
+      expect.objectContaining({
+        level: 40,
+        projectId: 'default',
+        earlierKeys: 1,
+        msg: `HOOKLINE_API_KEY was added to project "default" as a new key; the keys it had before (earlierKeys) still work: revoke each one no longer used with printf '%s' "$OLD_KEY" | hookline keys revoke --key-stdin`,
+      }),
+    ]);
+    expect(rotated.lines.join('\n')).not.toContain('rotated-key');
+    expect(await status(rotated, 'rotated-key')).toBe(200);
+    expect(await status(rotated, 'k')).toBe(200);
+  });
+});

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { IngestResult } from '../../actors/project-actor.js';
-import { HooklineError, isHooklineError } from '../../errors.js';
+import { HooklineError, internalError, isHooklineError } from '../../errors.js';
 import { eventInputSchema, type EventInput } from '../../transport/event-input.js';
 import type { ProjectRateLimiter } from '../rate-limit.js';
 import { queryEvents } from '../../store/event-query.js';
@@ -103,5 +103,5 @@ function refuseOversizedEvent(raw: unknown, index: number, maxBodyBytes: number)
 function asHooklineError(error: unknown, request: FastifyRequest): HooklineError {
   if (isHooklineError(error)) return error;
   request.log.error({ err: error }, 'batch ingest failed for one event');
-  return new HooklineError('HOOKLINE_ERR_INTERNAL', 'internal error; the server log has the details', { cause: error });
+  return internalError(error, request.id);
 }
