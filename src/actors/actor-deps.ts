@@ -36,6 +36,11 @@ export interface ProjectActorDeps {
   /** Shared by every actor of the engine: ingests of event ids not yet stored and replicated. */
   ingestsInFlight: IngestsInFlight;
   /**
+   * Ids of deliveries created before the answer are past retention now (the engine's one rule, as
+   * its prune and the changelog snapshots apply it): retry and redrive leave those terminal alone.
+   */
+  retentionCutoffId: () => string;
+  /**
    * Cluster mode: whether this node may act for the project right now (its partition's lease is
    * valid). Checked before every attempt, so a node that lost its lease starts none.
    * @default always

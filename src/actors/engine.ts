@@ -1,13 +1,13 @@
 import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Settings } from '../config/settings.js';
 import { HooklineError } from '../errors.js';
-import { idLowerBound, newProjectId, newSortableId } from '../store/ids.js';
-import { isTerminalDelivery } from '../machines/index.js';
+import { newProjectId, newSortableId } from '../store/ids.js';
 import type { DeliveryStatus } from '../machines/index.js';
 import { countDeadLetters, countDeliveriesByStatus } from '../store/delivery-query.js';
 import type { DeadLetterFilter, UnstoredSteps } from '../store/delivery-query.js';
 import type { DeliveryRecord } from '../store/records.js';
 import { HooklineStore } from '../store/store.js';
+import { isPastRetention, retentionCutoffId, withinRetention } from '../store/retention.js';
 import { createDataDir } from '../store/data-dir.js';
 import type { EventInput } from '../transport/event-input.js';
 import { isBlockedAddress } from '../transport/address-guard.js';
@@ -152,6 +152,7 @@ export class Engine implements BatchEventSink {
         endpointConcurrency: this.settings.endpointConcurrency,
         liveBudget: this.liveBudget,
         ingestsInFlight: this.ingestsInFlight,
+        retentionCutoffId: () => this.retentionCutoffId(),
         ...(this.ownership ? { mayAct: () => this.owns(projectId) } : {}),
       });
       this.actors.set(projectId, actor);
@@ -197,7 +198,7 @@ export class Engine implements BatchEventSink {
   /** How many deliveries a redrive with this filter would start now (its dry run). */
   countDeadLetters(projectId: string, filter: DeadLetterFilter): number {
     const actor = this.actors.get(projectId);
-    return actor ? actor.countDeadLetters(filter) : countDeadLetters(this.store, projectId, filter);
+    return actor ? actor.countDeadLetters(filter) : countDeadLetters(this.store, projectId, withinRetention(filter, this.retentionCutoffId()));
   }
 
   /** How many of a project's deliveries are in each status, an attempt in flight counted as `delivering`. */
@@ -310,15 +311,15 @@ export class Engine implements BatchEventSink {
     }
   }
 
-  /** Ids of deliveries created before this are past retention (`HOOKLINE_RETENTION`). */
+  /** Ids of deliveries created before this are past retention (`HOOKLINE_RETENTION`): for the prune, snapshots, retry and redrive alike. */
   private retentionCutoffId(): string {
-    return idLowerBound('dlv', this.clock.now() - this.settings.retentionMs);
+    return retentionCutoffId(this.clock.now(), this.settings.retentionMs);
   }
 
   /** Whether a delivery would be pruned now: terminal and past retention (a changelog snapshot leaves it out). */
   pastRetention(): (record: Pick<DeliveryRecord, 'id' | 'status'>) => boolean {
     const cutoffId = this.retentionCutoffId();
-    return (record) => isTerminalDelivery(record.status) && record.id < cutoffId;
+    return (record) => isPastRetention(record, cutoffId);
   }
 
   async pruneExpired(): Promise<number> {

@@ -5,6 +5,7 @@ import type { DeliveryStatus } from '../machines/index.js';
 import { headOf, withChanges } from '../store/delivery-model.js';
 import type { DeadLetterFilter } from '../store/delivery-query.js';
 import { inIdBounds, newDeliveryId, newEventId } from '../store/ids.js';
+import { isPastRetention, withinRetention } from '../store/retention.js';
 import type { DeliveryChange, DeliveryRecord, DeliverySchedule, EventRecord, IngestAnswer } from '../store/records.js';
 import type { EventType } from '../sdk/types.js';
 import type { EventInput } from '../transport/event-input.js';
@@ -268,6 +269,10 @@ export class ProjectActor {
     for (let pruned = this.pruning.get(deliveryId); pruned; pruned = this.pruning.get(deliveryId)) await pruned.catch(() => {});
     const before = this.readDelivery(deliveryId);
     if (!before) throw new HooklineError('HOOKLINE_ERR_DELIVERY_NOT_FOUND', `no delivery ${deliveryId} in this project`);
+    // Gone as if pruned: a new round for it would outlive its own record in a changelog snapshot.
+    if (isPastRetention(before, this.deps.retentionCutoffId())) {
+      throw new HooklineError('HOOKLINE_ERR_DELIVERY_NOT_FOUND', `delivery ${deliveryId} is ${before.status} and past HOOKLINE_RETENTION, so it is no longer retried and is about to be pruned; replay its event ${before.eventId} to send it again`);
+    }
     const delivery = this.lifecycle.get(deliveryId) ?? this.toLive(deliveryId);
     const step = deliveryTable.next(delivery.status, delivery.counters, { type: 'RETRY' });
     if (!step) {
@@ -314,9 +319,10 @@ export class ProjectActor {
   /**
    * The project's dead letters as the delivery log shows them: those stored as dead-lettered, and
    * those whose dead-lettering is made in memory but not stored yet (`GET` already shows them, so a
-   * redrive right after must take them too).
+   * redrive right after must take them too). Those past retention are left out, pruned or not.
    */
-  private *deadLetters(filter: DeadLetterFilter): Generator<LiveDelivery> {
+  private *deadLetters(requested: DeadLetterFilter): Generator<LiveDelivery> {
+    const filter = withinRetention(requested, this.deps.retentionCutoffId());
     const matches = (id: string) => {
       const head = this.deps.store.getDeliveryHead(this.projectId, id);
       return head !== undefined && (filter.eventType === undefined || head.eventType === filter.eventType) ? head : undefined;

@@ -1,4 +1,4 @@
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import type { Engine } from '../../src/actors/engine.js';
 import { defaultSettings, type Settings } from '../../src/config/settings.js';
 import { HooklineClient } from '../../src/sdk/index.js';
@@ -20,7 +20,9 @@ import { waitFor } from '../helpers/wait-for.js';
  * retention on the status index, then deletes them in a later LMDB transaction; a retry or redrive
  * of one of them in between must leave either the whole delivery (its history and its new round)
  * or none of it, never a delivery deleted while live (order a) nor one brought back without its
- * history (order b). On a single node and on a cluster node (which prunes the projects it owns).
+ * history (order b). And past retention, before any prune: a terminal delivery is gone for the
+ * recovery operations at once, as a prune (or a changelog snapshot, which leaves it out) makes it.
+ * On a single node and on a cluster node (which prunes the projects it owns).
  */
 
 const DAY = 24 * 3600_000;
@@ -35,22 +37,41 @@ interface RaceNode {
 }
 
 interface Setup extends RaceNode {
+  clock: ManualClock;
   receiver: Receiver;
   deliveryId: string;
 }
 
-/** One delivery, dead-lettered (stored, out of memory) after its one failed attempt, then two days older than the retention. */
-async function deadLetterPastRetention(start: (clock: ManualClock) => Promise<RaceNode>): Promise<Setup> {
-  const clock = new ManualClock();
-  // The first attempt fails; the new round's attempt succeeds.
-  const receiver = await startReceiver({ respond: (_, index) => ({ status: index === 0 ? 500 : 204 }) });
+/** A node whose webhook goes to a receiver answering `respond`. */
+async function nodeWithReceiver(start: (clock: ManualClock) => Promise<RaceNode>, respond: (index: number) => number, clock = new ManualClock()): Promise<Omit<Setup, 'deliveryId'>> {
+  const receiver = await startReceiver({ respond: (_, index) => ({ status: respond(index) }) });
   const { engine, client } = await start(clock);
   await client.configureWebhook({ callbackUrl: receiver.url, status: 'active', eventTypes: ALL_TYPES });
   receiver.secret = (await client.getSecret()).secret;
+  return { clock, engine, client, receiver };
+}
+
+/** A new event's delivery, once its one failed attempt has dead-lettered it (stored, out of memory). */
+async function sendToDeadLetter({ engine, client }: RaceNode): Promise<string> {
   const { deliveryId } = await client.sendEvent({ type: 'service.trigger.event', data: { n: 1 } });
   await waitFor(() => engine.store.getDeliveryHead(PROJECT, deliveryId!)?.status === 'dead_lettered' && !engine.actorFor(PROJECT).holds(deliveryId!), { message: 'the dead-lettering stored' });
-  clock.advance(2 * DAY);
-  return { engine, client, receiver, deliveryId: deliveryId! };
+  return deliveryId!;
+}
+
+/** One dead letter, as old as the retention: the last moment it may still be retried or redriven. */
+async function deadLetterAtRetention(start: (clock: ManualClock) => Promise<RaceNode>): Promise<Setup> {
+  // The first attempt fails; the new round's attempt succeeds.
+  const node = await nodeWithReceiver(start, (index) => (index === 0 ? 500 : 204));
+  const deliveryId = await sendToDeadLetter(node);
+  node.clock.advance(DAY);
+  return { ...node, deliveryId };
+}
+
+/** One dead letter, two days older than the retention. */
+async function deadLetterPastRetention(start: (clock: ManualClock) => Promise<RaceNode>): Promise<Setup> {
+  const setup = await deadLetterAtRetention(start);
+  setup.clock.advance(DAY);
+  return setup;
 }
 
 /** A single node (the test helpers' settings). */
@@ -118,11 +139,13 @@ async function expectPruned({ client, engine, deliveryId }: Setup): Promise<void
 
 function raceTests(start: (clock: ManualClock) => Promise<RaceNode>): void {
   it('(a) a redrive made before the prune runs: the redriven delivery is not pruned, and keeps its history', async () => {
-    const setup = await deadLetterPastRetention(start);
-    const { engine } = setup;
-    // Same turn: the prune finds the delivery dead-lettered on the index (the redrive's commit has
-    // not landed) and its transaction runs after the redrive's writes.
+    const setup = await deadLetterAtRetention(start);
+    const { engine, clock } = setup;
+    // Same turn: the redrive within retention, then the prune past it, which finds the delivery
+    // dead-lettered on the index (the redrive's commit has not landed) and whose transaction runs
+    // after the redrive's writes.
     const redriven = engine.actorFor(PROJECT).redrive({});
+    clock.advance(DAY);
     const pruned = engine.pruneExpired();
     expect(await redriven).toBe(1);
     expect(await pruned).toBe(0);
@@ -130,9 +153,10 @@ function raceTests(start: (clock: ManualClock) => Promise<RaceNode>): void {
   });
 
   it('(a) a retry made before the prune runs: the retried delivery is not pruned, and keeps its history', async () => {
-    const setup = await deadLetterPastRetention(start);
-    const { engine, deliveryId } = setup;
+    const setup = await deadLetterAtRetention(start);
+    const { engine, clock, deliveryId } = setup;
     const retried = engine.actorFor(PROJECT).retry(deliveryId);
+    clock.advance(DAY);
     const pruned = engine.pruneExpired();
     expect((await retried).status).toBe('pending');
     expect(await pruned).toBe(0);
@@ -157,6 +181,42 @@ function raceTests(start: (clock: ManualClock) => Promise<RaceNode>): void {
     expect(await pruned).toBe(1);
     await expect(retried).rejects.toMatchObject({ code: 'HOOKLINE_ERR_DELIVERY_NOT_FOUND' });
     await expectPruned(setup);
+  });
+}
+
+/** Two dead letters: `old` a millisecond past retention (not pruned yet), `recent` half as old as the retention. */
+async function deadLettersAcrossRetention(start: (clock: ManualClock) => Promise<RaceNode>, clock = new ManualClock()) {
+  // Every attempt fails: a redriven delivery is attempted again and dead-lettered again.
+  const node = await nodeWithReceiver(start, () => 500, clock);
+  const old = await sendToDeadLetter(node);
+  node.clock.advance(DAY / 2);
+  const recentSentAt = node.clock.now();
+  const recent = await sendToDeadLetter(node);
+  node.clock.advance(DAY / 2 + 1);
+  return { ...node, old, recent, recentSentAt };
+}
+
+function pastRetentionTests(start: (clock: ManualClock) => Promise<RaceNode>): void {
+  it('a dead letter past retention, not pruned yet: a retry answers 404 and a redrive neither counts nor starts it, while a newer dead letter is redriven', async () => {
+    const { engine, client, receiver, old, recent, recentSentAt } = await deadLettersAcrossRetention(start);
+    await expect(client.retryDelivery(old)).rejects.toMatchObject({ status: 404, code: 'delivery_not_found', message: expect.stringContaining('HOOKLINE_RETENTION') });
+    // A window holding only the old one, then every dead letter.
+    expect(await client.redriveDeadLetters({ until: new Date(recentSentAt), dryRun: true })).toEqual({ redriven: 0, wouldRedrive: 0 });
+    expect(await client.redriveDeadLetters({ until: new Date(recentSentAt) })).toEqual({ redriven: 0, wouldRedrive: null });
+    expect(await client.redriveDeadLetters({ dryRun: true })).toEqual({ redriven: 0, wouldRedrive: 1 });
+    expect(await client.redriveDeadLetters()).toEqual({ redriven: 1, wouldRedrive: null });
+
+    await waitFor(() => receiver.byWebhookId(recent).length === 2, { message: 'the newer dead letter attempted again' });
+    expect(receiver.byWebhookId(old)).toHaveLength(1);
+    expect(engine.actorFor(PROJECT).holds(old)).toBe(false);
+    const kept = await client.getDelivery(old);
+    expect(kept.status).toBe('dead_lettered');
+    expect(kept.transitions.map((transition) => transition.event)).not.toContain('REDRIVE');
+    expect(kept.transitions.map((transition) => transition.event)).not.toContain('RETRY');
+
+    // Its event is never pruned: a replay still sends it, as a new delivery within retention.
+    const { deliveryId: replayed } = await client.replayEvent(kept.eventId);
+    await waitFor(() => receiver.byWebhookId(replayed).length === 1, { message: 'the replay attempted' });
   });
 }
 
@@ -187,6 +247,20 @@ describe('HooklineStore.pruneTerminal', () => {
 
 describe('retention pruning against retry and redrive, single node', () => {
   raceTests(singleNode);
+  pastRetentionTests(singleNode);
+
+  it('a dry run on a node without the project\'s actor yet (just restarted) leaves out a dead letter past retention too', async () => {
+    const dir = makeTempDir();
+    onTestFinished(() => dir.remove());
+    const clock = new ManualClock();
+    const settings = { ...RACE_SETTINGS, dataDir: dir.path };
+    const first = await startTestHookline(settings, { clock });
+    await deadLettersAcrossRetention(async () => ({ engine: first.node.engine, client: first.client }), clock);
+    await first.close();
+    // Every delivery is terminal, so the restart makes no actor; a dry run counts on the store.
+    const second = await startTestHookline(settings, { clock });
+    expect(await second.client.redriveDeadLetters({ dryRun: true })).toEqual({ redriven: 0, wouldRedrive: 1 });
+  });
 });
 
 describe('retention pruning against retry and redrive, cluster node', () => {
@@ -220,4 +294,5 @@ describe('retention pruning against retry and redrive, cluster node', () => {
   }
 
   raceTests(clusterNode);
+  pastRetentionTests(clusterNode);
 });
