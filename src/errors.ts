@@ -12,7 +12,7 @@ export const ERROR_CODES = {
   HOOKLINE_ERR_UNAUTHORIZED: { apiCode: 'unauthorized', status: 401, retryable: false, doc: 'Missing or unknown bearer key.' },
   HOOKLINE_ERR_NOT_FOUND: { apiCode: 'not_found', status: 404, retryable: false, doc: 'No such route or resource for this project.' },
   HOOKLINE_ERR_UNKNOWN_PROJECT: { apiCode: 'unknown_project', status: 404, retryable: false, doc: 'An event named a project this Hookline does not have (NATS subject hookline.events.<projectId>); create it first.' },
-  HOOKLINE_ERR_DELIVERY_NOT_FOUND: { apiCode: 'delivery_not_found', status: 404, retryable: false, doc: 'No delivery with that id in this project.' },
+  HOOKLINE_ERR_DELIVERY_NOT_FOUND: { apiCode: 'delivery_not_found', status: 404, retryable: false, doc: 'No delivery with that id in this project; a retry also answers it for a succeeded or dead-lettered delivery past HOOKLINE_RETENTION.' },
   HOOKLINE_ERR_EVENT_NOT_FOUND: { apiCode: 'event_not_found', status: 404, retryable: false, doc: 'No stored event with that id in this project.' },
   HOOKLINE_ERR_WEBHOOK_NOT_CONFIGURED: { apiCode: 'webhook_not_configured', status: 404, retryable: false, doc: 'The project has no webhook yet: PUT /v1/webhook first.' },
   HOOKLINE_ERR_NO_WEBHOOK_FOR_REPLAY: { apiCode: 'webhook_not_configured', status: 409, retryable: false, doc: 'Replay needs a configured webhook to deliver to: PUT /v1/webhook first.' },

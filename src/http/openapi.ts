@@ -152,16 +152,17 @@ export const OPERATIONS: readonly Operation[] = [
   },
   {
     method: 'post', path: `${deliveryIdPath}/retry`, operationId: 'retryDelivery', auth: 'project', summary: 'Retry one delivery',
-    description: 'A dead-lettered delivery starts a new round; a retrying one is made due now. 409 `delivery_in_progress` (pending or delivering) or `delivery_succeeded`. Takes no body: one sent is not read, whatever its type or size.',
+    description: 'A dead-lettered delivery starts a new round; a retrying one is made due now. 409 `delivery_in_progress` (pending or delivering) or `delivery_succeeded`. 404 `delivery_not_found` also for a succeeded or dead-lettered delivery past HOOKLINE_RETENTION (counted from its creation), pruned or not. Takes no body: one sent is not read, whatever its type or size.',
     params: deliveryIdParams,
     answers: { 202: { description: 'The delivery as the retry left it: `pending` (a dead letter\'s new round) or still `retrying`, due now (`nextAttemptAt` is the time of the retry).', json: 'Delivery' } }, errors: [404, 409],
   },
   {
     method: 'post', path: '/v1/logs/webhook-deliveries/redrive', operationId: 'redriveDeadLetters', auth: 'project', summary: 'Redrive dead-lettered deliveries matching a filter',
+    description: 'Dead letters past HOOKLINE_RETENTION (counted from their creation) are left out, pruned or not.',
     body: { component: 'RedriveRequest', optional: true },
     answers: {
       202: { description: 'How many started a new round.', json: 'RedriveResult' },
-      200: { description: 'With `dryRun: true`: how many would start; nothing changes.', json: 'RedriveDryRunResult' },
+      200: { description: 'With `dryRun: true`: how many would start (those past HOOKLINE_RETENTION left out); nothing changes.', json: 'RedriveDryRunResult' },
     },
   },
   {
