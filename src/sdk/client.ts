@@ -309,7 +309,7 @@ export class HooklineClient {
     } catch (cause) {
       throw networkError(spec, url, cause);
     }
-    if (!response.ok) throw HooklineApiError.fromResponse(response.status, response.statusText, text);
+    if (!response.ok) throw HooklineApiError.fromResponse(response.status, response.statusText, text, response.headers.get('retry-after'));
     try {
       return { status: response.status, body: JSON.parse(text) as T };
     } catch (cause) {

@@ -20,6 +20,8 @@ export interface HooklineApiErrorInit {
   code: string;
   message: string;
   details?: readonly unknown[];
+  /** Seconds the server asked the caller to wait (its `Retry-After`). @default null */
+  retryAfterSeconds?: number | null;
   cause?: unknown;
 }
 
@@ -35,12 +37,18 @@ export class HooklineApiError extends Error {
   readonly code: string;
   /** The server's `details` array (e.g. validation issues); empty when it sent none. */
   readonly details: readonly unknown[];
+  /**
+   * Seconds to wait before sending the same request again, from the answer's `Retry-After` header
+   * (Hookline sends it with 429 `rate_limited` and every 503); `null` when the answer had none.
+   */
+  readonly retryAfterSeconds: number | null;
 
   constructor(init: HooklineApiErrorInit) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
     this.status = init.status;
     this.code = init.code;
     this.details = init.details ?? [];
+    this.retryAfterSeconds = init.retryAfterSeconds ?? null;
   }
 
   /** Whether the same request may succeed later unchanged: 408, 429, 5xx and `network_error`. */
@@ -48,14 +56,16 @@ export class HooklineApiError extends Error {
     return this.code === NETWORK_ERROR_CODE || this.status === 408 || this.status === 429 || this.status >= 500;
   }
 
-  /** Builds the error for a non-2xx answer from its status and raw body text. */
-  static fromResponse(status: number, statusText: string, bodyText: string): HooklineApiError {
+  /** Builds the error for a non-2xx answer from its status, raw body text and `Retry-After` header. */
+  static fromResponse(status: number, statusText: string, bodyText: string, retryAfter?: string | null): HooklineApiError {
+    const retryAfterSeconds = parseRetryAfter(retryAfter);
     const body = parseErrorBody(bodyText);
-    if (body) return new HooklineApiError({ status, ...body });
+    if (body) return new HooklineApiError({ status, retryAfterSeconds, ...body });
     return new HooklineApiError({
       status,
       code: `http_${status}`,
       message: statusText ? `HTTP ${status} ${statusText}` : `HTTP ${status}`,
+      retryAfterSeconds,
     });
   }
 }
@@ -72,6 +82,18 @@ export function isHooklineApiError(error: unknown): error is HooklineApiError {
       typeof (error as Partial<HooklineApiError>).code === 'string' &&
       typeof (error as Partial<HooklineApiError>).status === 'number')
   );
+}
+
+/**
+ * A `Retry-After` value in seconds: delta-seconds as sent, an HTTP date as the whole seconds until
+ * it (0 when past); `null` when absent or neither (RFC 9110 10.2.3).
+ */
+function parseRetryAfter(value: string | null | undefined): number | null {
+  if (value === null || value === undefined) return null;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text);
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? null : Math.max(0, Math.ceil((at - Date.now()) / 1000));
 }
 
 /** `{"error":{"code","message","details"}}`, or `null` when the body is anything else. */

@@ -4,7 +4,7 @@
  * NATS is `hookline/sdk/nats` (./nats.ts), apart so that these declarations name no NATS type: a
  * consumer that never publishes over NATS type-checks without @nats-io/* installed.
  */
-export type { VerifierOptions, VerifyWebhookInput, WebhookVerifier } from '../signing/verify.js';
+export type { VerifierOptions, VerifyWebhookInput, WebhookHeaderValue, WebhookVerifier } from '../signing/verify.js';
 export { DEFAULT_TOLERANCE_SECONDS, createWebhookVerifier, verifyWebhookSignature } from '../signing/verify.js';
 export type { SignWebhookInput } from '../signing/sign.js';
 export { signWebhook } from '../signing/sign.js';

@@ -22,13 +22,23 @@ const TIMESTAMP_MAX_DIGITS = 15;
 const SECRET_CACHE_SIZE = 16;
 const CANDIDATE_PREFIX = `${SIGNATURE_VERSION},`;
 
+/**
+ * A header as frameworks hand it over: Node's `IncomingHttpHeaders` (`string | string[] | undefined`),
+ * Fetch's `Headers.get` (`string | null`). Missing (`null`, `undefined`) fails verification; an array
+ * (a header sent more than once) counts as the one value it holds.
+ */
+export type WebhookHeaderValue = string | readonly string[] | null | undefined;
+
 export interface VerifyWebhookInput {
   /** The `webhook-id` header. */
-  id: string;
+  id: WebhookHeaderValue;
   /** The `webhook-timestamp` header (Unix seconds), as received or as a number. */
-  timestamp: string | number;
-  /** The `webhook-signature` header: one or more `v1,<base64>` candidates separated by spaces. */
-  signature: string;
+  timestamp: WebhookHeaderValue | number;
+  /**
+   * The `webhook-signature` header: one or more `v1,<base64>` candidates separated by spaces; as an
+   * array (the header sent more than once), the candidates of every element.
+   */
+  signature: WebhookHeaderValue;
   /** The raw request body, exactly as received. Never re-serialised JSON. */
   body: string | Uint8Array;
   /** The endpoint's secret: `whsec_<base64>`, or the base64 alone; padding optional. */
@@ -121,6 +131,17 @@ function parseCandidates(header: unknown): Uint8Array[] {
   return candidates;
 }
 
+/** The one value of a header given as an array; an array of several values is ambiguous (`null`). */
+function singleValue(value: unknown): unknown {
+  if (!Array.isArray(value)) return value;
+  return value.length === 1 ? value[0] : null;
+}
+
+/** A signature header given as an array: every element's candidates, as one header. */
+function signatureHeader(value: unknown): unknown {
+  return Array.isArray(value) && value.every((element) => typeof element === 'string') ? value.join(CANDIDATE_SEPARATOR) : value;
+}
+
 function isBody(body: unknown): body is string | Uint8Array {
   return typeof body === 'string' || body instanceof Uint8Array;
 }
@@ -156,11 +177,13 @@ export function createWebhookVerifier(options: VerifierOptions = {}): WebhookVer
   return async function verify(input) {
     try {
       if (input === null || typeof input !== 'object') return false;
-      const { id, signature, body, secret } = input;
+      const { body, secret } = input;
+      const id = singleValue(input.id);
+      const signature = signatureHeader(input.signature);
       const tolerance = input.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
       if (typeof id !== 'string' || id.length === 0 || !isBody(body)) return false;
       if (typeof tolerance !== 'number' || !(tolerance >= 0)) return false;
-      const rawTimestamp = input.timestamp;
+      const rawTimestamp = singleValue(input.timestamp);
       const timestamp = parseTimestamp(rawTimestamp);
       if (timestamp === null || Math.abs(timestampSkewSeconds(timestamp, now())) > tolerance) return false;
       const key = keyFor(secret);

@@ -104,12 +104,18 @@ describe('an installed hookline', () => {
     expect(JSON.parse(result.stdout)).toEqual({ verified: true, forged: false, client: 'function', publishEvent: 'function' });
   });
 
-  it('TypeScript nodenext, skipLibCheck false, without @nats-io: an .mts import and a .cts require type-check', () => {
+  it('TypeScript nodenext and bundler, skipLibCheck false, without @nats-io: an .mts import and a .cts require type-check, receivers with no cast', () => {
     const usage = `import { HooklineClient, verifyWebhookSignature, type DeliveryStats, type RedriveResult } from 'hookline/sdk';
 const client = new HooklineClient({ baseUrl: 'http://127.0.0.1:1', apiKey: 'k' });
 export const preview: Promise<RedriveResult> = client.redriveDeadLetters({ dryRun: true });
 export const stats: Promise<DeliveryStats> = client.getStats();
 export const verified: Promise<boolean> = verifyWebhookSignature({ id: 'm', timestamp: 1, signature: 'v1,x', body: '{}', secret: 'whsec_x' });
+// A receiver hands over the headers as its framework reads them, with no cast.
+type IncomingHttpHeaders = Record<string, string | string[] | undefined>; // node:http's, without @types/node
+export const fromNode = (headers: IncomingHttpHeaders, body: Uint8Array, secret: string): Promise<boolean> =>
+  verifyWebhookSignature({ id: headers['webhook-id'], timestamp: headers['webhook-timestamp'], signature: headers['webhook-signature'], body, secret });
+export const fromFetch = async (request: Request, secret: string): Promise<boolean> =>
+  verifyWebhookSignature({ id: request.headers.get('webhook-id'), timestamp: request.headers.get('webhook-timestamp'), signature: request.headers.get('webhook-signature'), body: await request.text(), secret });
 `;
     // In a .cts, nodenext compiles this import to require(): it resolves the package's `require` condition.
     writeFileSync(join(consumer, 'typed.mts'), usage);
@@ -118,6 +124,8 @@ export const verified: Promise<boolean> = verifyWebhookSignature({ id: 'm', time
     writeFileSync(join(consumer, 'misuse.cts'), `import { HooklineClient } from 'hookline/sdk';\nexport const wrong: number = new HooklineClient({ baseUrl: 'x', apiKey: 'k' }).getStats();\n`);
     writeFileSync(join(consumer, 'tsconfig.json'), JSON.stringify({ compilerOptions: { module: 'nodenext', strict: true, skipLibCheck: false, noEmit: true }, files: ['typed.mts', 'typed.cts'] }));
     writeFileSync(join(consumer, 'tsconfig.misuse.json'), JSON.stringify({ extends: './tsconfig.json', files: ['misuse.cts'] }));
+    // Bundlers' resolution (Vite, esbuild, webpack projects): the `import` condition's declarations.
+    writeFileSync(join(consumer, 'tsconfig.bundler.json'), JSON.stringify({ extends: './tsconfig.json', compilerOptions: { module: 'esnext', moduleResolution: 'bundler', target: 'es2022' } }));
     // A consumer that never publishes over NATS need not have it (pnpm, or a bundler's own install).
     rmSync(join(consumer, 'node_modules', '@nats-io'), { recursive: true, force: true });
     expect(existsSync(join(consumer, 'node_modules', '@types', 'node'))).toBe(false);
@@ -125,6 +133,10 @@ export const verified: Promise<boolean> = verifyWebhookSignature({ id: 'm', time
     const clean = run(process.execPath, [TSC, '-p', 'tsconfig.json'], consumer);
     expect(`${clean.stdout}${clean.stderr}`).toBe('');
     expect(clean.status).toBe(0);
+
+    const bundler = run(process.execPath, [TSC, '-p', 'tsconfig.bundler.json'], consumer);
+    expect(`${bundler.stdout}${bundler.stderr}`).toBe('');
+    expect(bundler.status).toBe(0);
 
     const misuse = run(process.execPath, [TSC, '-p', 'tsconfig.misuse.json'], consumer);
     expect(misuse.stdout).toMatch(/misuse\.cts.*error TS2322.*Promise<DeliveryStats>/);

@@ -223,3 +223,27 @@ describe('no answer at all', () => {
     expect(error).toMatchObject({ name: 'AbortError' });
   });
 });
+
+describe('Retry-After', () => {
+  it('a 429 from a real node carries the seconds its Retry-After header asks for', async () => {
+    const hookline = await startTestHookline({ rateLimit: 1 });
+    // One request per second: calls in a row are refused until a second has passed. Sent until one
+    // is (a loaded machine may let a second pass between two calls), bounded.
+    let error: unknown;
+    for (let sent = 0; sent < 20 && error === undefined; sent++) {
+      error = await hookline.client.getStats().then(() => undefined, (refusal: unknown) => refusal);
+    }
+    expect(error).toBeInstanceOf(HooklineApiError);
+    expect(error).toMatchObject({ status: 429, code: 'rate_limited', retryable: true });
+    expect((error as HooklineApiError).retryAfterSeconds).toBeGreaterThanOrEqual(1);
+  });
+
+  it('is null without the header, and read from a date as the seconds until it', () => {
+    expect(HooklineApiError.fromResponse(500, '', '{}').retryAfterSeconds).toBeNull();
+    expect(HooklineApiError.fromResponse(503, '', '{}', '7').retryAfterSeconds).toBe(7);
+    expect(HooklineApiError.fromResponse(503, '', '{}', 'soon').retryAfterSeconds).toBeNull();
+    const inTenSeconds = new Date(Date.now() + 10_000).toUTCString();
+    expect(HooklineApiError.fromResponse(503, '', '{}', inTenSeconds).retryAfterSeconds).toBeGreaterThanOrEqual(9);
+    expect(HooklineApiError.fromResponse(503, '', '{}', new Date(0).toUTCString()).retryAfterSeconds).toBe(0);
+  });
+});

@@ -190,3 +190,26 @@ describe.each(SETUPS)('candidate lists — $name', (setup) => {
     }
   });
 });
+
+describe.each(SETUPS)('headers as frameworks give them — $name', (setup) => {
+  it("takes Node's string | string[] | undefined and Fetch's string | null: arrays of one value, signature arrays as one list", async () => {
+    await fc.assert(
+      fc.asyncProperty(deliveryArb, wrongCandidateArb, async (delivery, wrong) => {
+        const right = await sign(setup, delivery);
+        const verify = setup.verifier(() => delivery.seconds * 1000);
+        const timestamp = String(delivery.seconds);
+        // node:http's req.headersDistinct, or a framework that keeps repeated headers apart.
+        expect(await verify(inputFor(delivery, right, { id: [delivery.id], timestamp: [timestamp], signature: [wrong(right), right] }))).toBe(true);
+        expect(await verify(inputFor(delivery, right, { signature: [wrong(right)] }))).toBe(false);
+        // Two different ids or timestamps: which one was signed is not for the verifier to guess.
+        expect(await verify(inputFor(delivery, right, { id: [delivery.id, `${delivery.id}x`] }))).toBe(false);
+        expect(await verify(inputFor(delivery, right, { timestamp: [timestamp, timestamp] }))).toBe(false);
+        // Missing headers: Headers.get() answers null, IncomingHttpHeaders undefined.
+        for (const missing of [null, undefined, []]) {
+          for (const field of ['id', 'timestamp', 'signature']) expect(await verify(inputFor(delivery, right, { [field]: missing }))).toBe(false);
+        }
+      }),
+      seeded(60),
+    );
+  });
+});
