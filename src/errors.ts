@@ -77,12 +77,12 @@ export class HooklineError extends Error {
 
 /**
  * An unexpected failure of an API request (answered 500). The answer names the request id that
- * the failure's server log line carries (`reqId`), so an operator handed the answer finds the line.
+ * the failure's line in `log` carries (`reqId`), so an operator handed the answer finds the line.
  */
-export function internalError(cause: unknown, requestId: string): HooklineError {
-  return new HooklineError('HOOKLINE_ERR_INTERNAL', `internal error; the server log has the details under reqId ${requestId}`, {
+export function internalError(cause: unknown, requestId: string, log = 'the server log'): HooklineError {
+  return new HooklineError('HOOKLINE_ERR_INTERNAL', `internal error; ${log} has the details under reqId ${requestId}`, {
     cause,
-    details: [{ message: `the server log line with "reqId":"${requestId}" has the details`, reqId: requestId }],
+    details: [{ message: `the line with "reqId":"${requestId}" in ${log} has the details`, reqId: requestId }],
   });
 }
 

@@ -149,7 +149,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
       this.directory = await ensureKv(this.connection, this.manager, `${this.settings.natsStream}_directory`, replicas, this.logger);
       this.changelog = new PartitionChangelog(this.connection, `${this.settings.natsStream}_CHANGELOG`, `${this.settings.clusterSubjectPrefix}.changelog`, this.settings.changelogSnapshotEvery);
       await this.changelog.ensureStream(replicas, this.logger);
-      this.rpc = new PartitionRpc(this.connection, `${this.settings.clusterSubjectPrefix}.rpc`, (request) => this.handleForwarded!(request));
+      this.rpc = new PartitionRpc(this.connection, `${this.settings.clusterSubjectPrefix}.rpc`, (request) => this.handleForwarded!(request), this.cluster.nodeId, this.logger);
       this.leases = await leases;
       this.logger.info({ replicas, ms: Date.now() - started }, 'cluster: directory, leases and changelog ready');
       this.coordinator = new ClusterCoordinator({

@@ -1,5 +1,7 @@
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import { HooklineError } from '../errors.js';
+import type { Logger } from '../actors/actor-deps.js';
+import { HooklineError, internalError } from '../errors.js';
+import { requestIdGenerator } from '../http/request-ids.js';
 
 /** An API call re-sent to the node that owns the project's partition. */
 export interface ForwardedRequest {
@@ -28,11 +30,14 @@ const decoder = new TextDecoder();
  */
 export class PartitionRpc {
   private readonly subscriptions = new Map<number, Subscription>();
+  private readonly nextFailureId = requestIdGenerator();
 
   constructor(
     private readonly connection: NatsConnection,
     private readonly subjectPrefix: string,
     private readonly handle: (request: ForwardedRequest) => Promise<ForwardedReply>,
+    private readonly nodeId: string,
+    private readonly logger: Pick<Logger, 'error'>,
   ) {}
 
   serve(partition: number): void {
@@ -40,14 +45,27 @@ export class PartitionRpc {
     const subscription = this.connection.subscribe(`${this.subjectPrefix}.${partition}`, {
       callback: (error, message) => {
         if (error) return;
-        const request = JSON.parse(decoder.decode(message.data)) as ForwardedRequest;
+        let request: ForwardedRequest;
+        try {
+          request = JSON.parse(decoder.decode(message.data)) as ForwardedRequest;
+        } catch (failure) {
+          this.respond(message, this.failed(failure, 'a forwarded API call could not be read'));
+          return;
+        }
         this.handle(request).then(
           (reply) => this.respond(message, reply),
-          (failure: unknown) => this.respond(message, errorReply(new HooklineError('HOOKLINE_ERR_INTERNAL', 'the owning node failed to answer; the server log has the details', { cause: failure }))),
+          (failure: unknown) => this.respond(message, this.failed(failure, `a forwarded API call failed on this node (${request.method} ${request.url})`)),
         );
       },
     });
     this.subscriptions.set(partition, subscription);
+  }
+
+  /** The caller's 500, naming the line logged here: the caller's node has no log of it. */
+  private failed(failure: unknown, what: string): ForwardedReply {
+    const reqId = this.nextFailureId();
+    this.logger.error({ err: failure, reqId }, what);
+    return errorReply(internalError(failure, reqId, `the log of node ${this.nodeId} (the partition's owner)`));
   }
 
   /**

@@ -33,7 +33,7 @@ describe('unexpected failures', () => {
       expect(errors[0]).toMatchObject({ level: 50, reqId: expect.any(String), err: { message: 'the disk is on fire' } });
       const { reqId } = errors[0]!;
       expect(answer.body.error.message).toBe(`internal error; the server log has the details under reqId ${reqId}`);
-      expect(answer.body.error.details).toEqual([{ message: `the server log line with "reqId":"${reqId}" has the details`, reqId }]);
+      expect(answer.body.error.details).toEqual([{ message: `the line with "reqId":"${reqId}" in the server log has the details`, reqId }]);
       return reqId as string;
     };
 
