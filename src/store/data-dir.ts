@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { HooklineError, isHooklineError } from '../errors.js';
@@ -71,7 +71,7 @@ export function createDataDir(dataDir: string): string | undefined {
  */
 function makeDirectories(dataDir: string): string | undefined {
   const missing: string[] = [];
-  for (let current = resolve(dataDir); !exists(current) && dirname(current) !== current; current = dirname(current)) missing.unshift(current);
+  for (let current = resolve(dataDir); !existsSync(current) && dirname(current) !== current; current = dirname(current)) missing.unshift(current);
   let created: string | undefined;
   try {
     for (const directory of missing) {
@@ -89,15 +89,6 @@ function makeDirectories(dataDir: string): string | undefined {
     throw error;
   }
   return created;
-}
-
-function exists(path: string): boolean {
-  try {
-    statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function isDirectory(path: string): boolean {

@@ -5,7 +5,15 @@
  * the node refuses the key from its next request on. It opens the environment only to delete one
  * key, and creates nothing.
  */
+import type { Database } from 'lmdb';
 import { openExistingData, openTable } from './tables.js';
+
+/** How many API keys (hashes in the `api-keys` table) open the project: a scan, for start-up and tools. */
+export function countProjectKeys(apiKeys: Database<string, string>, projectId: string): number {
+  let keys = 0;
+  for (const { value } of apiKeys.getRange()) if (value === projectId) keys++;
+  return keys;
+}
 
 export type KeyRevocation =
   | { readonly outcome: 'revoked'; readonly projectId: string; readonly keysLeft: number }
@@ -25,8 +33,7 @@ export async function revokeApiKeyHash(dataDir: string, apiKeyHash: string, { al
     return await root.transaction((): KeyRevocation => {
       const projectId = apiKeys.get(apiKeyHash);
       if (typeof projectId !== 'string') return { outcome: 'unknown' };
-      let keys = 0;
-      for (const { value } of apiKeys.getRange()) if (value === projectId) keys++;
+      const keys = countProjectKeys(apiKeys, projectId);
       if (keys <= 1 && !allowLastKey) return { outcome: 'last_key', projectId };
       void apiKeys.remove(apiKeyHash);
       return { outcome: 'revoked', projectId, keysLeft: keys - 1 };

@@ -1,5 +1,6 @@
 import { statfsSync } from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
+import { countProjectKeys } from './key-revocation.js';
 import { isTerminalDelivery } from '../machines/index.js';
 import type { DeliveryStatus } from '../machines/index.js';
 import { commitFailureCause, installCommitFailureGuard, observed } from './lmdb-commit-failures.js';
@@ -208,9 +209,7 @@ export class HooklineStore {
 
   /** How many API keys open the project (a scan of every key: for start-up and tools, not requests). */
   apiKeyCount(projectId: string): number {
-    let keys = 0;
-    for (const { value } of this.apiKeys.getRange()) if (value === projectId) keys++;
-    return keys;
+    return countProjectKeys(this.apiKeys, projectId);
   }
 
   projectIdForKeyHash(apiKeyHash: string): string | undefined {
