@@ -69,12 +69,16 @@ export function disableWebhook(existing: Webhook, reason: string, now: number): 
   return { ...existing, state: 'disabled', updatedAt: now, disabledAt: now, disabledReason: reason };
 }
 
-/** A new current secret; the previous one keeps signing for `graceSeconds` (0 drops it now). */
+/**
+ * A new current secret. Every earlier secret signs for `graceSeconds` at most: the current one for
+ * exactly that, older ones until their own grace ends if that is sooner. So `0` drops them all at
+ * once, which is what a leaked secret needs whichever rotation it came from.
+ */
 export function rotateSecret(existing: Webhook, graceSeconds: number, now: number): { webhook: Webhook; previousSecretExpiresAt: number } {
   const previousSecretExpiresAt = now + graceSeconds * 1000;
   const retired = existing.secrets
-    .map((secret) => (secret.expiresAt === null ? { ...secret, expiresAt: previousSecretExpiresAt } : secret))
-    .filter((secret) => secret.expiresAt! > now);
+    .map((secret) => ({ ...secret, expiresAt: Math.min(secret.expiresAt ?? previousSecretExpiresAt, previousSecretExpiresAt) }))
+    .filter((secret) => secret.expiresAt > now);
   const secrets = [{ secret: generateSecret(), createdAt: now, expiresAt: null }, ...retired];
   return { webhook: { ...existing, secrets, updatedAt: now }, previousSecretExpiresAt };
 }

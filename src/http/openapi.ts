@@ -105,7 +105,7 @@ export const OPERATIONS: readonly Operation[] = [
   },
   {
     method: 'post', path: '/v1/webhook/secret/rotate', operationId: 'rotateSecret', auth: 'project', summary: 'Rotate the signing secret',
-    description: 'During `graceSeconds` (default 86400) both secrets sign every delivery; `0` drops the old one at once.',
+    description: 'During `graceSeconds` (default 86400) the earlier secrets sign every delivery too; none signs longer than that (an older one whose grace ends sooner keeps its end), so `0` drops them all at once.',
     body: { component: 'RotateSecretRequest', optional: true },
     answers: { 200: { description: 'The new secret.', json: 'RotatedSecret' } }, errors: [404],
   },

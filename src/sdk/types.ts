@@ -143,7 +143,8 @@ export interface WebhookSecret {
 
 export interface RotateSecretInput {
   /**
-   * How long the previous secret keeps signing alongside the new one; `0` drops it at once.
+   * How long the earlier secrets keep signing alongside the new one, at most (an older one whose
+   * grace ends sooner keeps its end); `0` drops them all at once.
    * @default 86400 (server side)
    */
   graceSeconds?: number;

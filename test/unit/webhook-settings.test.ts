@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { configureWebhook, disableWebhook, operationalTarget, withWebhookDefaults } from '../../src/actors/webhook-settings.js';
+import { configureWebhook, disableWebhook, operationalTarget, rotateSecret, signingSecrets, withWebhookDefaults } from '../../src/actors/webhook-settings.js';
 import type { ConfigureInput, Webhook } from '../../src/actors/webhook-settings.js';
 import type { WebhookRecord } from '../../src/store/records.js';
 
@@ -71,5 +71,40 @@ describe('webhook settings', () => {
   it('re-activation keeps disabledAt, so the first success after it reports a recovery', () => {
     const disabled = disableWebhook(configureWebhook(undefined, base, 1), 'gone', 2)!;
     expect(configureWebhook(disabled, base, 3)).toMatchObject({ state: 'active', disabledAt: 2, disabledReason: null, failingSince: null });
+  });
+
+  it('a rotation with grace g leaves no earlier secret signing past g from now, and g = 0 leaves only the new one', () => {
+    const graceArb = fc.integer({ min: 0, max: 30 * 24 * 3600 });
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 3 * 24 * 3600 * 1000 }), graceArb), { minLength: 1, maxLength: 6 }), (rotations) => {
+        let webhook: Webhook = configureWebhook(undefined, base, 0);
+        let now = 0;
+        for (const [wait, grace] of rotations) {
+          now += wait;
+          const before = signingSecrets(webhook, now).secrets;
+          const rotated = rotateSecret(webhook, grace, now);
+          webhook = rotated.webhook;
+          const [current, ...earlier] = webhook.secrets;
+          expect(current).toMatchObject({ createdAt: now, expiresAt: null });
+          expect(before).not.toContain(current!.secret);
+          for (const secret of earlier) {
+            expect(secret.expiresAt).toBeGreaterThan(now);
+            expect(secret.expiresAt).toBeLessThanOrEqual(rotated.previousSecretExpiresAt);
+          }
+          // Nothing comes back: what signs after the rotation is the new secret and some of what signed before.
+          expect(signingSecrets(webhook, now).secrets.slice(1).every((secret) => before.includes(secret))).toBe(true);
+          if (grace === 0) expect(webhook.secrets).toEqual([current]);
+        }
+      }),
+      { seed: 20261127, numRuns: 300 },
+    );
+  });
+
+  it('rotating a leaked secret away with grace 0 also ends an older secret still in its grace', () => {
+    const first = configureWebhook(undefined, base, 0);
+    const leaked = rotateSecret(first, 86_400, 1_000).webhook;
+    expect(signingSecrets(leaked, 2_000).secrets).toHaveLength(2);
+    const clean = rotateSecret(leaked, 0, 3_000).webhook;
+    expect(signingSecrets(clean, 3_000).secrets).toEqual([clean.secrets[0]!.secret]);
   });
 });

@@ -295,7 +295,7 @@ function SecretPanel({ api }: { api: DashboardApi }) {
   return (
     <section class="panel" aria-labelledby="secret-title">
       <h2 id="secret-title">Signing secret</h2>
-      <p class="muted">Receivers verify every delivery with this secret (Standard Webhooks). During a rotation's grace period both the new and the previous secret sign.</p>
+      <p class="muted">Receivers verify every delivery with this secret (Standard Webhooks). During a rotation's grace period the earlier secrets sign too.</p>
       <div class="actions">
         <button type="button" class="secondary" onClick={() => void reveal()} aria-expanded={secret !== null} aria-controls="secret-value">
           {secret === null ? 'Show secret' : 'Hide secret'}
@@ -321,7 +321,7 @@ function SecretPanel({ api }: { api: DashboardApi }) {
           <label for="s-grace">Grace period (seconds)</label>
           <input id="s-grace" type="number" min={0} max={2592000} required value={graceSeconds} onInput={(event) => setGraceSeconds(event.currentTarget.value)} aria-describedby="s-grace-hint" />
           <span id="s-grace-hint" class="hint">
-            How long the previous secret keeps signing; 0 drops it at once.
+            How long the earlier secrets keep signing, at most; 0 drops them all at once.
           </span>
         </div>
         <button type="submit" class="danger" disabled={busy}>
@@ -332,7 +332,7 @@ function SecretPanel({ api }: { api: DashboardApi }) {
       <ConfirmDialog open={confirming} title="Rotate the signing secret?" confirmLabel="Rotate secret" tone="danger" busy={busy} onConfirm={() => void rotate()} onCancel={() => setConfirming(false)}>
         <p>
           A new secret signs every delivery from now on.{' '}
-          {Number(graceSeconds) > 0 ? `The current one keeps signing too for ${graceSeconds} seconds.` : 'The current one stops signing at once: receivers that still use it will reject deliveries.'}
+          {Number(graceSeconds) > 0 ? `The current one keeps signing too for ${graceSeconds} seconds, and no earlier one longer.` : 'The current one, and any earlier one still in its grace, stop signing at once: receivers that still use them will reject deliveries.'}
         </p>
       </ConfirmDialog>
     </section>
