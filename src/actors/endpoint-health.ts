@@ -1,3 +1,4 @@
+import { isoTime } from '../iso-time.js';
 import type { Webhook } from './webhook-settings.js';
 import { disableWebhook } from './webhook-settings.js';
 
@@ -28,7 +29,7 @@ export function endpointHealthAfter(webhook: Webhook, outcome: 'succeeded' | 'fa
   }
   if (webhook.failingSince === null) return { kind: 'failing', webhook: { ...webhook, failingSince: now } };
   if (now - webhook.failingSince < disableAfterMs) return UNCHANGED;
-  return disabling(webhook, `every attempt failed since ${new Date(webhook.failingSince).toISOString()}`, now);
+  return disabling(webhook, `every attempt failed since ${isoTime(webhook.failingSince)}`, now);
 }
 
 function disabling(webhook: Webhook, reason: string, now: number): HealthChange {

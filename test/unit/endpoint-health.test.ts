@@ -12,7 +12,11 @@ describe('endpoint health', () => {
     expect(failing).toMatchObject({ kind: 'failing', webhook: { failingSince: 1, state: 'active' } });
     const webhook = (failing as { webhook: typeof active }).webhook;
     expect(endpointHealthAfter(webhook, 'failed', 5 * HOUR, 5 * HOUR)).toEqual({ kind: 'unchanged' });
-    expect(endpointHealthAfter(webhook, 'failed', 5 * HOUR + 1, 5 * HOUR)).toMatchObject({ kind: 'disabled', webhook: { state: 'disabled' } });
+    expect(endpointHealthAfter(webhook, 'failed', 5 * HOUR + 1, 5 * HOUR)).toMatchObject({
+      kind: 'disabled',
+      // Every time Hookline writes has a numeric offset, as the API's own fields do.
+      webhook: { state: 'disabled', disabledReason: 'every attempt failed since 1970-01-01T00:00:00.001+00:00' },
+    });
   });
 
   it('a paused endpoint is not disabled, even by a 410', () => {
