@@ -9,7 +9,9 @@
 //
 // Env:
 //   BENCH_AB                  label=dir[|node options],... each dir holds a built `dist/` (e.g. a copy
-//                             of the repo's dist per commit); `base=/tmp/a,new=/tmp/b|--max-semi-space-size=64`
+//                             of the repo's dist per commit); `base=/tmp/a,new=/tmp/b|--max-semi-space-size=64`.
+//                             A path ending in .mjs is run as the serve process itself: the contract's
+//                             floor, `floor=bench/engine/floor.mjs` (http and batch paths only)
 //   BENCH_AB_BURSTS [20]      bursts per variant
 //   BENCH_AB_BURST [3000]     events per burst
 //   BENCH_AB_CONCURRENCY [64] POSTs in flight
@@ -83,7 +85,8 @@ async function start(variant) {
   const suffix = Math.random().toString(36).slice(2, 10);
   const names = variant.path === 'nats' ? { stream: `HOOKLINE_CPU_AB_${variant.label}_${suffix}`, prefix: `hlcpuab.${suffix}.events`, durable: `hookline_cpu_ab_${suffix}` } : null;
   const natsEnv = names ? { HOOKLINE_NATS_URL: NATS_URL, HOOKLINE_NATS_STREAM: names.stream, HOOKLINE_NATS_SUBJECT_PREFIX: names.prefix, HOOKLINE_NATS_DURABLE: names.durable } : {};
-  const node = launch(process.execPath, [...variant.nodeArgs, path.join(variant.dir, 'dist', 'cli', 'main.js'), 'serve'], {
+  const entry = variant.dir.endsWith('.mjs') ? variant.dir : path.join(variant.dir, 'dist', 'cli', 'main.js');
+  const node = launch(process.execPath, [...variant.nodeArgs, entry, 'serve'], {
     extraEnv: { ...serveEnv({ dataDir: path.join(temp, variant.label), port, apiKey: API_KEY }), ...natsEnv, ...(variant.path === 'batch' ? { HOOKLINE_RATE_LIMIT: '0' } : {}) },
     ...(LOG_DIR ? { logFile: path.join(path.resolve(LOG_DIR), `${variant.label}.log`) } : {}),
     children,

@@ -11,6 +11,11 @@
 //      - bullmq: the bullmq-dispatcher peer's bench.mjs with the same N (defaults otherwise). Its figure
 //        is defined the same way (first enqueue -> last receipt).
 //      - ceiling: the http-ceiling peer's run.sh with SIGN=1, CONCURRENCY=64: signed POSTs, no engine.
+//      - floor (unless BENCH_SKIP has floor): bench/engine/floor.mjs in place of Hookline, one event per
+//        POST and batch, the same load: the least any Node process does per event to keep the contract
+//        (served, put to LMDB and on disk before the 202, sent signed, the outcome put). Its CPU per
+//        delivery against the ceiling sender's is what no implementation in Node can take back; Hookline's
+//        against the floor's is what Hookline's own work costs.
 //      - hookline batch (unless BENCH_SKIP has batch): the same node and receiver, the load generator
 //        sending BENCH_BATCH (100) events per POST /v1/events/batch with BENCH_BATCH_CONCURRENCY (8)
 //        requests in flight; HOOKLINE_RATE_LIMIT=0 (the default 20,000 events/s would be the figure).
@@ -45,7 +50,7 @@
 //   BENCH_REDIS_HOST [127.0.0.1], BENCH_REDIS_PORT [6379]   the Redis of the plain bullmq peer runs
 //   BENCH_DURABLE_REDIS_PORT    a durable Redis (appendfsync always) on BENCH_REDIS_HOST: also run the
 //                               bullmq peer against it each round (unset: not run)
-//   BENCH_SKIP                  comma list of: bullmq, ceiling, batch, latency, retrying, single (the
+//   BENCH_SKIP                  comma list of: bullmq, ceiling, floor, batch, latency, retrying, single (the
 //                               one-event-per-POST hookline rounds; e.g. to profile the batch rounds alone)
 //   BENCH_PEERS_DIR             [../shared/bench/peers]; a peer without node_modules is copied to
 //                               bench/.bench/peers/ (git-ignored) and installed there once
@@ -115,6 +120,7 @@ const log = (...parts) => process.stderr.write(`[bench ${new Date().toISOString(
 // Preconditions --------------------------------------------------------------------------------
 
 const SERVE_JS = path.join(root, 'dist', 'cli', 'main.js');
+const FLOOR_JS = path.join(here, 'engine', 'floor.mjs');
 for (const needed of [SERVE_JS, path.join(root, 'dist', 'sdk', 'index.js')]) {
   if (!existsSync(needed)) {
     process.stderr.write(`bench: ${path.relative(root, needed)} is missing; this bench runs the compiled code and builds nothing.\n` +
@@ -276,13 +282,13 @@ async function startReceiver(dir, { status = 204 } = {}) {
   return { cp, url, port, stats: () => http('GET', `${url}/stats`) };
 }
 
-async function startHookline(dir, { dataDir, port, extraEnv = {}, logName = 'hookline.log' }) {
+async function startHookline(dir, { dataDir, port, extraEnv = {}, logName = 'hookline.log', entry = SERVE_JS }) {
   const url = `http://127.0.0.1:${port}`;
   const spawnAt = nowMs();
   const profile = env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(env.BENCH_PROFILE_DIR)}`] : [];
   const perfMap = env.BENCH_PERF_DIR ? PERF_NODE_ARGS : [];
   const allocations = env.BENCH_ALLOC_PROFILE_DIR ? ['--import', pathToFileURL(path.join(here, 'engine', 'allocation-sampler.mjs')).href] : [];
-  const cp = launch(env.BENCH_SERVE_NODE || process.execPath, [...profile, ...perfMap, ...allocations, SERVE_JS, 'serve'], {
+  const cp = launch(env.BENCH_SERVE_NODE || process.execPath, [...profile, ...perfMap, ...allocations, entry, 'serve'], {
     extraEnv: {
       ...serveEnv({ dataDir, port, apiKey: API_KEY }),
       ...(env.BENCH_ALLOC_PROFILE_DIR ? { BENCH_ALLOC_PROFILE_DIR: path.resolve(env.BENCH_ALLOC_PROFILE_DIR) } : {}),
@@ -345,12 +351,12 @@ async function waitDelivered(receiver, n, node, { timeoutMs }) {
   }
 }
 
-/** One throughput round; `batch` > 1 sends that many events per POST /v1/events/batch. */
-async function hooklineThroughput(round, { batch = 1 } = {}) {
-  const dir = tempDir(batch > 1 ? `batch${round}` : `tput${round}`);
+/** One throughput round; `batch` > 1 sends that many events per POST /v1/events/batch; `entry` = FLOOR_JS runs the floor. */
+async function hooklineThroughput(round, { batch = 1, entry = SERVE_JS } = {}) {
+  const dir = tempDir(`${entry === FLOOR_JS ? 'floor-' : ''}${batch > 1 ? 'batch' : 'tput'}${round}`);
   const receiver = await startReceiver(dir);
   const extraEnv = batch > 1 ? { HOOKLINE_RATE_LIMIT: '0' } : {};
-  const node = await startHookline(dir, { dataDir: path.join(dir, 'data'), port: await freePort(), extraEnv });
+  const node = await startHookline(dir, { dataDir: path.join(dir, 'data'), port: await freePort(), extraEnv, entry });
   try {
     await configureWebhook(node, receiver);
     await http('POST', `${receiver.url}/reset`);
@@ -627,6 +633,12 @@ async function main() {
       round.batch = await withMachineLoad(() => hooklineThroughput(r, { batch: BATCH }));
       log(`  hookline batch ${fmt(round.batch.perS)}/s (ingest ${fmt(round.batch.ingestPerS)}/s, ${round.batch.cpuCores.toFixed(2)} cores)`);
     }
+    if (!SKIP.has('floor')) {
+      log(`round ${r}/${ROUNDS}: the contract's floor (bench/engine/floor.mjs), ${N} events, one per POST${SKIP.has('batch') ? '' : ` and ${BATCH} per request`}`);
+      round.floor = await withMachineLoad(() => hooklineThroughput(r, { entry: FLOOR_JS }));
+      if (!SKIP.has('batch')) round.floorBatch = await withMachineLoad(() => hooklineThroughput(r, { entry: FLOOR_JS, batch: BATCH }));
+      log(`  floor ${fmt(round.floor.perS)}/s at ${fmt(round.floor.cpuMsPerDelivery, 3)} CPU ms per delivery${round.floorBatch ? `; batch ${fmt(round.floorBatch.perS)}/s at ${fmt(round.floorBatch.cpuMsPerDelivery, 3)}` : ''}`);
+    }
     if (bullmqDir) {
       log(`round ${r}/${ROUNDS}: bullmq peer, ${N} jobs`);
       round.bullmq = await withMachineLoad(() => bullmqRun(bullmqDir, { n: N }));
@@ -688,7 +700,12 @@ async function main() {
   const senderCpu = median(rounds.map((r) => r.ceiling?.senderCpuMsPerRequest));
   const cpuRatio = cpuPerDelivery / senderCpu;
   const cpuRatioBatch = cpuPerDeliveryBatch / senderCpu;
+  const floorPerS = median(rounds.map((r) => r.floor?.perS));
+  const floorBatchPerS = median(rounds.map((r) => r.floorBatch?.perS));
+  const floorCpu = median(rounds.map((r) => r.floor?.cpuMsPerDelivery));
+  const floorCpuBatch = median(rounds.map((r) => r.floorBatch?.cpuMsPerDelivery));
   const perRound = (pick) => rounds.map((r) => fmt(pick(r))).join(' / ');
+  const perRound3 = (pick) => rounds.map((r) => fmt(pick(r), 3)).join(' / ');
   const verdict = (ok) => (ok === null ? 'n/a' : ok ? 'met' : 'MISSED');
   const check = (value, test) => (Number.isFinite(value) ? test(value) : null);
   const targets = [
@@ -700,6 +717,9 @@ async function main() {
     ['embedded (1 event/POST) vs signed ceiling (no target in issue 12)', 'reported', `${fmt(ratioCeiling, 2)}x`, null],
     ['batch: Hookline CPU/delivery vs ceiling sender CPU/request (no target)', 'reported', `${fmt(cpuRatioBatch, 2)}x`, null],
     [`batch ingest (${BATCH}/request) vs signed ceiling`, `>= ${TARGETS.batchRatioCeiling}x`, `${fmt(batchRatioCeiling, 2)}x`, check(batchRatioCeiling, (v) => v >= TARGETS.batchRatioCeiling)],
+    ["the contract's floor: its CPU/delivery vs ceiling sender CPU/request (one per POST; batch)", 'reported', `${fmt(floorCpu / senderCpu, 2)}x; ${fmt(floorCpuBatch / senderCpu, 2)}x`, null],
+    ["Hookline CPU/delivery vs the floor's (one per POST; batch)", 'reported', `${fmt(cpuPerDelivery / floorCpu, 2)}x; ${fmt(cpuPerDeliveryBatch / floorCpuBatch, 2)}x`, null],
+    ["Hookline deliveries/s vs the floor's (one per POST; batch)", 'reported', `${fmt(ours / floorPerS, 2)}x; ${fmt(oursBatch / floorBatchPerS, 2)}x`, null],
     [`p99 ingest->receipt at ${RATE}/s`, `<= ${TARGETS.p99Ms} ms`, `${fmt(latency?.p99, 1)} ms`, check(latency?.p99, (v) => v <= TARGETS.p99Ms)],
     [`p99 ingest->receipt at ${RATE_HIGH}/s`, 'reported', `${fmt(latencyHigh?.p99, 1)} ms`, null],
     [`RssAnon with ${fmt(RETRYING)} retrying`, `<= ${TARGETS.anonMb} MB`, `${fmt(retrying?.anonMb, 1)} MB (VmRSS ${fmt(retrying?.rssMb, 1)}, LMDB-mapped ${fmt(retrying?.lmdbMappedMb, 1)})`, check(retrying?.anonMb, (v) => v <= TARGETS.anonMb)],
@@ -717,7 +737,8 @@ async function main() {
   lines.push(`| - per round | ${perRound((r) => r.hookline?.perS)} | ${perRound((r) => r.bullmq?.perS)} | ${perRound((r) => r.bullmqDurable?.perS)} | ${perRound((r) => r.ceiling?.perS)} |`);
   lines.push(`| deliveries/s, batch ingest ${BATCH} x 1 KB per request, ${BATCH_CONCURRENCY} in flight (median of ${ROUNDS}) | ${fmt(oursBatch)} | ${fmt(bull)} | ${fmt(bullD)} | ${fmt(ceil)} |`);
   lines.push(`| - per round | ${perRound((r) => r.batch?.perS)} | | | |`);
-  const perRound3 = (pick) => rounds.map((r) => fmt(pick(r), 3)).join(' / ');
+  lines.push(`| the contract's floor (bench/engine/floor.mjs), same loads: deliveries/s one per POST; batch | ${fmt(floorPerS)}; ${fmt(floorBatchPerS)} | - | - | - |`);
+  lines.push(`| - its CPU ms per delivery, per round | ${perRound3((r) => r.floor?.cpuMsPerDelivery)} (batch ${perRound3((r) => r.floorBatch?.cpuMsPerDelivery)}) | | | |`);
   lines.push(`| CPU ms per delivery (Hookline serve process) / per request (ceiling sender), median; /proc | ${fmt(cpuPerDelivery, 3)} (batch ${fmt(cpuPerDeliveryBatch, 3)}) | - | - | ${fmt(senderCpu, 3)} |`);
   lines.push(`| - per round | ${perRound3((r) => r.hookline?.cpuMsPerDelivery)} (batch ${perRound3((r) => r.batch?.cpuMsPerDelivery)}) | | | ${perRound3((r) => r.ceiling?.senderCpuMsPerRequest)} (receiver ${perRound3((r) => r.ceiling?.receiverCpuMsPerRequest)}) |`);
   lines.push(`| p50 ingest->receipt at ${fmt(RATE)}/s, ${RATE_SECONDS} s | ${fmt(latency?.p50, 1)} ms | ${fmt(bullmqLatency?.p50, 1)} ms | - | - |`);
@@ -749,7 +770,7 @@ async function main() {
   const judged = targets.filter(([, , , ok]) => ok !== null).length;
   const num2 = (x, d = 1) => (Number.isFinite(x) ? Number(x.toFixed(d)) : 'na');
   lines.push('');
-  lines.push(`engine_bench n=${N} rounds=${ROUNDS} warmup=${WARMUP} ours_per_s=${num2(ours, 0)} bullmq_per_s=${num2(bull, 0)} ceiling_per_s=${num2(ceil, 0)} bullmq_durable_per_s=${num2(bullD, 0)} ratio_bullmq=${num2(ratioBullmq, 2)} ratio_bullmq_durable=${num2(ratioBullmqD, 2)} ratio_ceiling=${num2(ratioCeiling, 2)} cpu_ms_per_delivery=${num2(cpuPerDelivery, 3)} ceiling_sender_cpu_ms_per_request=${num2(senderCpu, 3)} ratio_cpu=${num2(cpuRatio, 2)} batch=${BATCH} batch_per_s=${num2(oursBatch, 0)} ratio_batch_bullmq=${num2(batchRatioBullmq, 2)} ratio_batch_bullmq_durable=${num2(batchRatioBullmqD, 2)} ratio_batch_ceiling=${num2(batchRatioCeiling, 2)} p50_ms=${num2(latency?.p50, 2)} p99_ms=${num2(latency?.p99, 2)} rate_high=${RATE_HIGH} p99_high_ms=${num2(latencyHigh?.p99, 2)} bullmq_p50_ms=${num2(bullmqLatency?.p50)} bullmq_p99_ms=${num2(bullmqLatency?.p99)} retrying=${RETRYING} rss_mb=${num2(retrying?.rssMb)} anon_mb=${num2(retrying?.anonMb)} anon_1s_mb=${num2(retrying?.afterBurst?.anonMb)} lmdb_mapped_mb=${num2(retrying?.lmdbMappedMb)} restart_s=${num2(retrying?.restartS, 2)} targets_met=${met}/${judged}`);
+  lines.push(`engine_bench n=${N} rounds=${ROUNDS} warmup=${WARMUP} ours_per_s=${num2(ours, 0)} bullmq_per_s=${num2(bull, 0)} ceiling_per_s=${num2(ceil, 0)} bullmq_durable_per_s=${num2(bullD, 0)} ratio_bullmq=${num2(ratioBullmq, 2)} ratio_bullmq_durable=${num2(ratioBullmqD, 2)} ratio_ceiling=${num2(ratioCeiling, 2)} cpu_ms_per_delivery=${num2(cpuPerDelivery, 3)} ceiling_sender_cpu_ms_per_request=${num2(senderCpu, 3)} ratio_cpu=${num2(cpuRatio, 2)} batch=${BATCH} batch_per_s=${num2(oursBatch, 0)} ratio_batch_bullmq=${num2(batchRatioBullmq, 2)} ratio_batch_bullmq_durable=${num2(batchRatioBullmqD, 2)} ratio_batch_ceiling=${num2(batchRatioCeiling, 2)} p50_ms=${num2(latency?.p50, 2)} p99_ms=${num2(latency?.p99, 2)} rate_high=${RATE_HIGH} p99_high_ms=${num2(latencyHigh?.p99, 2)} bullmq_p50_ms=${num2(bullmqLatency?.p50)} bullmq_p99_ms=${num2(bullmqLatency?.p99)} retrying=${RETRYING} rss_mb=${num2(retrying?.rssMb)} anon_mb=${num2(retrying?.anonMb)} anon_1s_mb=${num2(retrying?.afterBurst?.anonMb)} lmdb_mapped_mb=${num2(retrying?.lmdbMappedMb)} restart_s=${num2(retrying?.restartS, 2)} floor_per_s=${num2(floorPerS, 0)} floor_batch_per_s=${num2(floorBatchPerS, 0)} floor_cpu_ms_per_delivery=${num2(floorCpu, 3)} floor_batch_cpu_ms_per_delivery=${num2(floorCpuBatch, 3)} targets_met=${met}/${judged}`);
   process.stdout.write(`${lines.join('\n')}\n`);
   return met === judged ? 0 : 2;
 }
