@@ -1,4 +1,5 @@
 import type { HooklineStore } from '../store/store.js';
+import type { LiveBudget } from './admission.js';
 import type { AttemptOutcome, SendRequest } from '../transport/http-sender.js';
 import type { Clock } from './clock.js';
 import type { DeliveryScheduler } from './delivery-scheduler.js';
@@ -32,7 +33,7 @@ export interface ProjectActorDeps {
   disableAfterMs: number;
   endpointConcurrency: number;
   /** Shared by every actor of the engine: deliveries held in memory, and the most allowed. */
-  liveBudget: { count: number; readonly max: number };
+  liveBudget: LiveBudget;
   /** Shared by every actor of the engine: ingests of event ids not yet stored and replicated. */
   ingestsInFlight: IngestsInFlight;
   /**

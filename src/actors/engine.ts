@@ -13,6 +13,8 @@ import type { EventInput } from '../transport/event-input.js';
 import { isBlockedAddress } from '../transport/address-guard.js';
 import { HttpSender } from '../transport/http-sender.js';
 import type { BatchEventSink, InboundTransport, Rejection } from '../transport/types.js';
+import type { LiveBudget } from './admission.js';
+import { liveRoom } from './admission.js';
 import type { Clock } from './clock.js';
 import { systemClock } from './clock.js';
 import { DeliveryScheduler } from './delivery-scheduler.js';
@@ -76,7 +78,7 @@ export class Engine implements BatchEventSink {
   private readonly sender: DeliverySender & { close?(): Promise<void> };
   private readonly logger: Logger;
   private readonly random: () => number;
-  private readonly liveBudget: { count: number; readonly max: number };
+  private readonly liveBudget: LiveBudget;
   private readonly ingestsInFlight = new IngestsInFlight();
   private readonly ownership: EngineOptions['ownership'];
   private readonly transports: InboundTransport[];
@@ -195,10 +197,19 @@ export class Engine implements BatchEventSink {
     };
   }
 
-  /** How many deliveries a redrive with this filter would start now (its dry run). */
-  countDeadLetters(projectId: string, filter: DeadLetterFilter): number {
+  /**
+   * A redrive's dry run: how many deliveries it would start now, and whether they fit in the room
+   * HOOKLINE_MAX_LIVE_DELIVERIES leaves on this node (a redrive that does not fit is refused whole).
+   */
+  redrivePreview(projectId: string, filter: DeadLetterFilter): { wouldRedrive: number; fits: boolean } {
     const actor = this.actors.get(projectId);
-    return actor ? actor.countDeadLetters(filter) : countDeadLetters(this.store, projectId, withinRetention(filter, this.retentionCutoffId()));
+    // Without an actor none of the project's deliveries is in memory: each one redriven would be taken in.
+    const stored = () => {
+      const count = countDeadLetters(this.store, projectId, withinRetention(filter, this.retentionCutoffId()));
+      return { wouldRedrive: count, adding: count };
+    };
+    const { wouldRedrive, adding } = actor ? actor.redrivePreview(filter) : stored();
+    return { wouldRedrive, fits: adding <= liveRoom(this.liveBudget) };
   }
 
   /** How many of a project's deliveries are in each status, an attempt in flight counted as `delivering`. */

@@ -1,4 +1,5 @@
 import { HooklineError } from '../errors.js';
+import type { ErrorDetail } from '../errors.js';
 import { matchesFilter } from '../filter/evaluate.js';
 import { deliveryTable } from '../machines/index.js';
 import type { DeliveryStatus } from '../machines/index.js';
@@ -10,6 +11,8 @@ import type { DeliveryChange, DeliveryRecord, DeliverySchedule, EventRecord, Ing
 import type { EventType } from '../sdk/types.js';
 import type { EventInput } from '../transport/event-input.js';
 import type { ProjectActorDeps } from './actor-deps.js';
+import { admissionRefusal } from './admission.js';
+import type { AdmissionRequest } from './admission.js';
 import { DeliveryLifecycle } from './delivery-lifecycle.js';
 import type { FirstIngest } from './envelope.js';
 import { firstIngestOf, isRepeatOf } from './envelope.js';
@@ -173,13 +176,12 @@ export class ProjectActor {
    */
   admissionRefusal(matched: boolean): HooklineError | null {
     if (this.lifecycle.isDraining) return new HooklineError('HOOKLINE_ERR_SHUTTING_DOWN', 'this node is draining; send the event again shortly');
-    if (matched && this.deps.liveBudget.count >= this.deps.liveBudget.max) {
-      return new HooklineError('HOOKLINE_ERR_OVERLOADED', `${this.deps.liveBudget.count} deliveries are already waiting (HOOKLINE_MAX_LIVE_DELIVERIES); nothing was stored, send again shortly`, { retryAfterSeconds: 5 });
-    }
-    if (this.deps.store.isOverQuota()) {
-      return new HooklineError('HOOKLINE_ERR_STORAGE_FULL', 'the data directory is at HOOKLINE_MAX_DATA_SIZE or its disk is nearly full; nothing was stored. Free space or raise the limit; stored events are still being delivered', { retryAfterSeconds: 30 });
-    }
-    return null;
+    return this.refusalOf({ adding: matched ? 1 : 0, unchanged: 'nothing was stored' });
+  }
+
+  /** Why an operation taking `adding` deliveries into memory and writing them may not proceed now (admission.ts), or null. */
+  private refusalOf(request: AdmissionRequest): HooklineError | null {
+    return admissionRefusal(this.deps.liveBudget, this.deps.store, request);
   }
 
   private async storeNewEvent(input: EventInput, eventId: string, { fingerprint, envelope }: FirstIngest, now: number): Promise<IngestResult> {
@@ -273,7 +275,8 @@ export class ProjectActor {
     if (isPastRetention(before, this.deps.retentionCutoffId())) {
       throw new HooklineError('HOOKLINE_ERR_DELIVERY_NOT_FOUND', `delivery ${deliveryId} is ${before.status} and past HOOKLINE_RETENTION, so it is no longer retried and is about to be pruned; replay its event ${before.eventId} to send it again`);
     }
-    const delivery = this.lifecycle.get(deliveryId) ?? this.toLive(deliveryId);
+    const held = this.lifecycle.get(deliveryId);
+    const delivery = held ?? this.toLive(deliveryId);
     const step = deliveryTable.next(delivery.status, delivery.counters, { type: 'RETRY' });
     if (!step) {
       if (delivery.status === 'succeeded') throw new HooklineError('HOOKLINE_ERR_DELIVERY_SUCCEEDED', `delivery ${deliveryId} already succeeded; replay its event to send it again`);
@@ -285,26 +288,42 @@ export class ProjectActor {
           : `delivery ${deliveryId} is ${delivery.status}; it will be attempted without a retry`,
       );
     }
+    // Only a delivery not held (a dead letter out of memory) takes room; every retry writes its step.
+    const refusal = this.refusalOf({ adding: held ? 0 : 1, unchanged: `delivery ${deliveryId} was not retried` });
+    if (refusal) throw refusal;
     // The record as the RETRY step left it: re-reading the store could show a later step, since
     // the attempt it makes due may start (and commit) before this answer is sent.
     const change = await this.lifecycle.apply(delivery, 'RETRY', step);
     return withChanges(before, [change]);
   }
 
-  /** Starts a new round for every dead-lettered delivery that matches; returns how many. */
+  /**
+   * Starts a new round for every dead-lettered delivery that matches; returns how many. All or
+   * none: when they do not all fit in the room HOOKLINE_MAX_LIVE_DELIVERIES leaves, none is
+   * started (a partial redrive would leave the rest dead without the operator noticing).
+   */
   async redrive(filter: DeadLetterFilter): Promise<number> {
     // Oldest first: the dead letters are found newest first, and they join the ordered line (and the
     // ready queue) in the order they are taken in, so an ordered endpoint would get them reversed.
     const redrivable = [...this.redrivable(filter)].sort((a, b) => (a.delivery.id < b.delivery.id ? -1 : 1));
+    if (redrivable.length === 0) return 0;
+    const refusal = this.refusalOf({ adding: this.notHeld(redrivable), unchanged: 'nothing was redriven', overloaded: (room) => tooManyToRedrive(redrivable.length, room) });
+    if (refusal) throw refusal;
     const writes = redrivable.map(({ delivery, step }) => this.lifecycle.apply(delivery, 'REDRIVE', step));
     await Promise.all(writes);
     return writes.length;
   }
 
-  /** How many deliveries `redrive` with this filter would start now. */
-  countDeadLetters(filter: DeadLetterFilter): number {
+  /** How many deliveries `redrive` with this filter would start now, and how many of them it would take into memory. */
+  redrivePreview(filter: DeadLetterFilter): { wouldRedrive: number; adding: number } {
+    const redrivable = [...this.redrivable(filter)];
+    return { wouldRedrive: redrivable.length, adding: this.notHeld(redrivable) };
+  }
+
+  /** How many of these deliveries are not in memory: a dead letter whose last step is still being written is held already. */
+  private notHeld(deliveries: Iterable<{ delivery: LiveDelivery }>): number {
     let count = 0;
-    for (const _ of this.redrivable(filter)) count++;
+    for (const { delivery } of deliveries) if (!this.lifecycle.get(delivery.id)) count++;
     return count;
   }
 
@@ -347,6 +366,8 @@ export class ProjectActor {
     const event = this.deps.store.getEvent(this.projectId, eventId);
     if (!event) throw new HooklineError('HOOKLINE_ERR_EVENT_NOT_FOUND', `no stored event ${eventId} in this project`);
     if (!this.webhook) throw new HooklineError('HOOKLINE_ERR_NO_WEBHOOK_FOR_REPLAY', 'no webhook is configured to replay to; PUT /v1/webhook first');
+    const refusal = this.refusalOf({ adding: 1, unchanged: `event ${eventId} was not replayed` });
+    if (refusal) throw refusal;
     const record = this.newDeliveryRecord(eventId, event.type, this.deps.clock.now());
     await this.lifecycle.tracked(this.deps.store.writeReplay(this.projectId, eventId, record));
     this.lifecycle.admit(headOf(record), event.envelope);
@@ -398,6 +419,12 @@ export class ProjectActor {
     this.lifecycle.dropFromBudget();
     this.operational.dropFromBudget();
   }
+}
+
+/** The `overloaded` refusal of a redrive that does not fit: how many it would start, how many fit, what to do. */
+function tooManyToRedrive(wouldRedrive: number, room: number): { message: string; details: ErrorDetail[] } {
+  const message = `the redrive would start ${wouldRedrive} dead letters, but this node has room for ${room} more live deliveries (HOOKLINE_MAX_LIVE_DELIVERIES); nothing was redriven. Narrow it with since, until or eventType (a dry run shows whether it fits), or send it again after Retry-After as live deliveries finish`;
+  return { message, details: [{ message, wouldRedrive, room }] };
 }
 
 /** Why an ingest's event was not kept (its commit or its replication failed), as the sender is told. */

@@ -87,6 +87,15 @@ const ERROR_DESCRIPTIONS: Record<number, Answer> = {
 
 const deliveryIdPath = '/v1/logs/webhook-deliveries/{id}';
 
+/** The 503 of a recovery operation: it takes deliveries into memory and writes them, as an ingest does, so the same limits refuse it. */
+function recoveryRefusal(overloaded: string): Answer {
+  return {
+    description: `\`overloaded\` (${overloaded}), \`storage_full\` (the data directory is at HOOKLINE_MAX_DATA_SIZE or its disk nearly full), \`shutting_down\`, \`storage_unavailable\` or \`partition_moving\`; nothing was changed. Send again after Retry-After.`,
+    json: 'Error',
+    headers: retryAfter,
+  };
+}
+
 export const OPERATIONS: readonly Operation[] = [
   {
     method: 'put', path: '/v1/webhook', operationId: 'configureWebhook', auth: 'project',
@@ -154,22 +163,27 @@ export const OPERATIONS: readonly Operation[] = [
     method: 'post', path: `${deliveryIdPath}/retry`, operationId: 'retryDelivery', auth: 'project', summary: 'Retry one delivery',
     description: 'A dead-lettered delivery starts a new round; a retrying one is made due now. 409 `delivery_in_progress` (pending or delivering) or `delivery_succeeded`. 404 `delivery_not_found` also for a succeeded or dead-lettered delivery past HOOKLINE_RETENTION (counted from its creation), pruned or not. Takes no body: one sent is not read, whatever its type or size.',
     params: deliveryIdParams,
-    answers: { 202: { description: 'The delivery as the retry left it: `pending` (a dead letter\'s new round) or still `retrying`, due now (`nextAttemptAt` is the time of the retry).', json: 'Delivery' } }, errors: [404, 409],
+    answers: {
+      202: { description: 'The delivery as the retry left it: `pending` (a dead letter\'s new round) or still `retrying`, due now (`nextAttemptAt` is the time of the retry).', json: 'Delivery' },
+      503: recoveryRefusal('the delivery is a dead letter, and HOOKLINE_MAX_LIVE_DELIVERIES deliveries are already live on the node owning the project'),
+    },
+    errors: [404, 409],
   },
   {
     method: 'post', path: '/v1/logs/webhook-deliveries/redrive', operationId: 'redriveDeadLetters', auth: 'project', summary: 'Redrive dead-lettered deliveries matching a filter',
-    description: 'Dead letters past HOOKLINE_RETENTION (counted from their creation) are left out, pruned or not.',
+    description: 'Dead letters past HOOKLINE_RETENTION (counted from their creation) are left out, pruned or not. All or none: when the dead letters it would start do not all fit in the room HOOKLINE_MAX_LIVE_DELIVERIES leaves on the node, none is started (503 `overloaded`).',
     body: { component: 'RedriveRequest', optional: true },
     answers: {
       202: { description: 'How many started a new round.', json: 'RedriveResult' },
-      200: { description: 'With `dryRun: true`: how many would start (those past HOOKLINE_RETENTION left out); nothing changes.', json: 'RedriveDryRunResult' },
+      200: { description: 'With `dryRun: true`: how many would start (those past HOOKLINE_RETENTION left out) and whether they fit under HOOKLINE_MAX_LIVE_DELIVERIES now; nothing changes.', json: 'RedriveDryRunResult' },
+      503: recoveryRefusal('the dead letters it would start do not all fit in the room HOOKLINE_MAX_LIVE_DELIVERIES leaves on the node owning the project; the message and `details` (`wouldRedrive`, `room`) say how many it would start and how many fit: narrow it with `since`, `until` or `eventType`, or wait'),
     },
   },
   {
     method: 'post', path: '/v1/events/{eventId}/replay', operationId: 'replayEvent', auth: 'project', summary: 'Deliver a stored event again, as a new delivery',
     description: 'Takes no body: one sent is not read, whatever its type or size.',
     params: eventIdParams,
-    answers: { 202: { description: 'The new delivery.', json: 'ReplayResult' } }, errors: [404, 409],
+    answers: { 202: { description: 'The new delivery.', json: 'ReplayResult' }, 503: recoveryRefusal('HOOKLINE_MAX_LIVE_DELIVERIES deliveries are already live on the node owning the project') }, errors: [404, 409],
   },
   {
     method: 'get', path: '/v1/stats/delivery-states', operationId: 'getStats', auth: 'project', summary: 'How many of the project\'s deliveries are in each status',

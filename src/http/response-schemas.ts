@@ -114,8 +114,14 @@ export const eventPageResponse = z
 
 export const redriveResponse = z.strictObject({ redriven: z.number().int().min(0) });
 
-export const redriveDryRunResponse = z
-  .strictObject({ redriven: z.literal(0), wouldRedrive: z.number().int().min(0).describe('How many dead letters a redrive with this filter would start now.') });
+export const redriveDryRunResponse = z.strictObject({
+  redriven: z.literal(0),
+  wouldRedrive: z.number().int().min(0).describe('How many dead letters a redrive with this filter would start now.'),
+  fits: z
+    .boolean()
+    .optional()
+    .describe('Whether they fit in the room HOOKLINE_MAX_LIVE_DELIVERIES leaves on the node now; a redrive that does not fit is refused whole (503 `overloaded`). Always sent by this version; older ones leave it out.'),
+});
 
 export const replayResponse = z.strictObject({ deliveryId });
 

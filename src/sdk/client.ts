@@ -212,7 +212,9 @@ export class HooklineClient {
   /**
    * Starts a new round of attempts for every dead-lettered delivery matching `filter`
    * (`POST /v1/logs/webhook-deliveries/redrive`); no filter redrives them all. With `dryRun: true`
-   * it changes nothing and answers in `wouldRedrive` how many it would start now.
+   * it changes nothing and answers in `wouldRedrive` how many it would start now, and in `fits`
+   * whether they fit under HOOKLINE_MAX_LIVE_DELIVERIES. A redrive that does not fit is refused
+   * whole (503 `overloaded`, nothing redriven): narrow the filter or wait.
    */
   async redriveDeadLetters(filter: RedriveFilter = {}, options?: RequestOptions): Promise<RedriveResult> {
     checkArguments('redriveDeadLetters', options, ['filter', filter, REDRIVE_FILTER]);
@@ -223,8 +225,8 @@ export class HooklineClient {
       dryRun: filter.dryRun,
     };
     const path = `${DELIVERIES_PATH}/redrive`;
-    const answer = await this.#body<{ redriven: number; wouldRedrive?: number }>({ method: 'POST', path, body, signal: options?.signal });
-    return { redriven: answer.redriven, wouldRedrive: answer.wouldRedrive ?? null };
+    const answer = await this.#body<{ redriven: number; wouldRedrive?: number; fits?: boolean }>({ method: 'POST', path, body, signal: options?.signal });
+    return { redriven: answer.redriven, wouldRedrive: answer.wouldRedrive ?? null, ...(answer.fits !== undefined ? { fits: answer.fits } : {}) };
   }
 
   /** How many of the project's deliveries are in each status now (`GET /v1/stats/delivery-states`). */

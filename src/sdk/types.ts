@@ -370,6 +370,12 @@ export interface RedriveResult {
   redriven: number;
   /** On a dry run, how many a redrive with the same filter would start now; `null` on a real redrive. */
   wouldRedrive: number | null;
+  /**
+   * On a dry run, whether those fit in the room HOOKLINE_MAX_LIVE_DELIVERIES leaves on the node now
+   * (a redrive that does not fit is refused whole: `HooklineApiError` 503 `overloaded`). Absent on a
+   * real redrive, and from a server too old to say.
+   */
+  fits?: boolean;
 }
 
 /** Readings of `GET /v1/stats/delivery-states`: cheap counts, safe to poll every few seconds. */

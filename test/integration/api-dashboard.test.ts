@@ -38,10 +38,10 @@ describe('POST /v1/logs/webhook-deliveries/redrive with dryRun', () => {
     const all = await hookline.api('POST', '/v1/logs/webhook-deliveries/redrive', { body: { dryRun: true } });
     expect(all).toMatchObject({ status: 200, body: { redriven: 0, wouldRedrive: 2 } });
     const byType = await hookline.api('POST', '/v1/logs/webhook-deliveries/redrive', { body: { dryRun: true, eventType: 'service.trigger.disabled' } });
-    expect(byType.body).toEqual({ redriven: 0, wouldRedrive: 1 });
+    expect(byType.body).toEqual({ redriven: 0, wouldRedrive: 1, fits: true });
     const future = new Date(Date.now() + 60_000).toISOString();
-    expect((await hookline.api('POST', '/v1/logs/webhook-deliveries/redrive', { body: { dryRun: true, since: future } })).body).toEqual({ redriven: 0, wouldRedrive: 0 });
-    expect((await hookline.api('POST', '/v1/logs/webhook-deliveries/redrive', { body: { dryRun: true, until: future } })).body).toEqual({ redriven: 0, wouldRedrive: 2 });
+    expect((await hookline.api('POST', '/v1/logs/webhook-deliveries/redrive', { body: { dryRun: true, since: future } })).body).toEqual({ redriven: 0, wouldRedrive: 0, fits: true });
+    expect((await hookline.api('POST', '/v1/logs/webhook-deliveries/redrive', { body: { dryRun: true, until: future } })).body).toEqual({ redriven: 0, wouldRedrive: 2, fits: true });
     expect((await hookline.api('POST', '/v1/logs/webhook-deliveries/redrive', { body: { dryRun: 'yes' } })).status).toBe(400);
 
     expect((await hookline.client.getDelivery(first.deliveryId!)).status).toBe('dead_lettered');
@@ -72,8 +72,8 @@ describe('POST /v1/logs/webhook-deliveries/redrive with dryRun', () => {
     expect(store.getDeliveryHead(holding!, sent.deliveryId!)?.status).not.toBe('dead_lettered');
 
     const redrive = (body: object) => hookline.api('POST', '/v1/logs/webhook-deliveries/redrive', { body });
-    expect((await redrive({ dryRun: true })).body).toEqual({ redriven: 0, wouldRedrive: 1 });
-    expect((await redrive({ dryRun: true, eventType: 'service.trigger.disabled' })).body).toEqual({ redriven: 0, wouldRedrive: 0 });
+    expect((await redrive({ dryRun: true })).body).toEqual({ redriven: 0, wouldRedrive: 1, fits: true });
+    expect((await redrive({ dryRun: true, eventType: 'service.trigger.disabled' })).body).toEqual({ redriven: 0, wouldRedrive: 0, fits: true });
     const redriven = redrive({ dryRun: false });
     letGo();
     expect((await redriven).body).toEqual({ redriven: 1 });

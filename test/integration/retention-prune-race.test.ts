@@ -201,9 +201,9 @@ function pastRetentionTests(start: (clock: ManualClock) => Promise<RaceNode>): v
     const { engine, client, receiver, old, recent, recentSentAt } = await deadLettersAcrossRetention(start);
     await expect(client.retryDelivery(old)).rejects.toMatchObject({ status: 404, code: 'delivery_not_found', message: expect.stringContaining('HOOKLINE_RETENTION') });
     // A window holding only the old one, then every dead letter.
-    expect(await client.redriveDeadLetters({ until: new Date(recentSentAt), dryRun: true })).toEqual({ redriven: 0, wouldRedrive: 0 });
+    expect(await client.redriveDeadLetters({ until: new Date(recentSentAt), dryRun: true })).toEqual({ redriven: 0, wouldRedrive: 0, fits: true });
     expect(await client.redriveDeadLetters({ until: new Date(recentSentAt) })).toEqual({ redriven: 0, wouldRedrive: null });
-    expect(await client.redriveDeadLetters({ dryRun: true })).toEqual({ redriven: 0, wouldRedrive: 1 });
+    expect(await client.redriveDeadLetters({ dryRun: true })).toEqual({ redriven: 0, wouldRedrive: 1, fits: true });
     expect(await client.redriveDeadLetters()).toEqual({ redriven: 1, wouldRedrive: null });
 
     await waitFor(() => receiver.byWebhookId(recent).length === 2, { message: 'the newer dead letter attempted again' });
@@ -259,7 +259,7 @@ describe('retention pruning against retry and redrive, single node', () => {
     await first.close();
     // Every delivery is terminal, so the restart makes no actor; a dry run counts on the store.
     const second = await startTestHookline(settings, { clock });
-    expect(await second.client.redriveDeadLetters({ dryRun: true })).toEqual({ redriven: 0, wouldRedrive: 1 });
+    expect(await second.client.redriveDeadLetters({ dryRun: true })).toEqual({ redriven: 0, wouldRedrive: 1, fits: true });
   });
 });
 

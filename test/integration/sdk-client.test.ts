@@ -46,8 +46,8 @@ describe('redriveDeadLetters({ dryRun: true })', () => {
     const { hookline, receiver, deliveryId } = await nodeWithDeadLetter();
     const attemptsBefore = receiver.received.length;
 
-    expect(await hookline.client.redriveDeadLetters({ dryRun: true })).toEqual({ redriven: 0, wouldRedrive: 1 });
-    expect(await hookline.client.redriveDeadLetters({ dryRun: true, eventType: 'service.trigger.disabled' })).toEqual({ redriven: 0, wouldRedrive: 0 });
+    expect(await hookline.client.redriveDeadLetters({ dryRun: true })).toEqual({ redriven: 0, wouldRedrive: 1, fits: true });
+    expect(await hookline.client.redriveDeadLetters({ dryRun: true, eventType: 'service.trigger.disabled' })).toEqual({ redriven: 0, wouldRedrive: 0, fits: true });
     // Nothing moved: still a dead letter, no new attempt reached the receiver.
     expect((await hookline.client.getDelivery(deliveryId)).status).toBe('dead_lettered');
     expect((await hookline.client.getStats()).counts.dead_lettered).toBe(1);

@@ -37,8 +37,9 @@ export function registerDeliveryRoutes(app: FastifyInstance, { engine }: HttpDep
       ...(filter.until !== undefined ? { toId: idLowerBound('dlv', filter.until) } : {}),
       ...(filter.eventType !== undefined ? { eventType: filter.eventType } : {}),
     };
-    // A dry run changes nothing: 200 with the count a redrive would start now (the dashboard's preview).
-    if (filter.dryRun === true) return reply.status(200).send({ redriven: 0, wouldRedrive: engine.countDeadLetters(request.projectId, bounds) } satisfies RedriveDryRunResponse);
+    // A dry run changes nothing: 200 with the count a redrive would start now and whether it would
+    // fit under HOOKLINE_MAX_LIVE_DELIVERIES (the dashboard's preview).
+    if (filter.dryRun === true) return reply.status(200).send({ redriven: 0, ...engine.redrivePreview(request.projectId, bounds) } satisfies RedriveDryRunResponse);
     const redriven = await engine.actorFor(request.projectId).redrive(bounds);
     return reply.status(202).send({ redriven } satisfies RedriveResponse);
   });

@@ -1,0 +1,47 @@
+import { HooklineError } from '../errors.js';
+import type { ErrorDetail } from '../errors.js';
+
+/**
+ * The one check of whether a node may take more deliveries into memory and write new records now:
+ * ingest asks it, and so do the recovery operations (retry, redrive, replay), which bring
+ * deliveries back into memory and write to the store just as an ingest does. Neither may carry the
+ * node past HOOKLINE_MAX_LIVE_DELIVERIES (503 `overloaded`) or HOOKLINE_MAX_DATA_SIZE and the
+ * disk's reserve (503 `storage_full`).
+ */
+
+/** Deliveries held in memory on the node, shared by every actor of its engine, and the most allowed. */
+export interface LiveBudget {
+  count: number;
+  readonly max: number;
+}
+
+/** How many more deliveries the node may hold in memory now. */
+export function liveRoom(budget: LiveBudget): number {
+  return Math.max(0, budget.max - budget.count);
+}
+
+export interface AdmissionRequest {
+  /** How many deliveries the operation would take into memory (0: an event no webhook wants, a retry of one still held). */
+  adding: number;
+  /** What the refused operation left undone, as its message says it: "nothing was stored". */
+  unchanged: string;
+  /**
+   * The `overloaded` refusal's message and details, given the room left, when the operation's own
+   * words say more than the live count (a redrive names how many it would start).
+   * @default "<count> deliveries are already waiting (HOOKLINE_MAX_LIVE_DELIVERIES); <unchanged>, send again shortly"
+   */
+  overloaded?: (room: number) => { message: string; details: ErrorDetail[] };
+}
+
+/** Why the operation may not proceed now, or null: the live limit first, then the data's. */
+export function admissionRefusal(budget: LiveBudget, store: { isOverQuota(): boolean }, request: AdmissionRequest): HooklineError | null {
+  const room = liveRoom(budget);
+  if (request.adding > room) {
+    const { message, details } = request.overloaded?.(room) ?? { message: `${budget.count} deliveries are already waiting (HOOKLINE_MAX_LIVE_DELIVERIES); ${request.unchanged}, send again shortly`, details: [] };
+    return new HooklineError('HOOKLINE_ERR_OVERLOADED', message, { details, retryAfterSeconds: 5 });
+  }
+  if (store.isOverQuota()) {
+    return new HooklineError('HOOKLINE_ERR_STORAGE_FULL', `the data directory is at HOOKLINE_MAX_DATA_SIZE or its disk is nearly full; ${request.unchanged}. Free space or raise the limit; stored events are still being delivered`, { retryAfterSeconds: 30 });
+  }
+  return null;
+}
