@@ -208,7 +208,7 @@ export class Engine implements BatchEventSink {
       const count = countDeadLetters(this.store, projectId, withinRetention(filter, this.retentionCutoffId()));
       return { wouldRedrive: count, adding: count };
     };
-    const { wouldRedrive, adding } = actor ? actor.redrivePreview(filter) : stored();
+    const { wouldRedrive, adding } = actor ? actor.recovery.redrivePreview(filter) : stored();
     return { wouldRedrive, fits: adding <= liveRoom(this.liveBudget) };
   }
 
@@ -341,7 +341,7 @@ export class Engine implements BatchEventSink {
       const found = { project: this.store.terminalIdsBefore(project.id, cutoffId, PRUNE_BATCH), operational: this.store.terminalIdsBefore(operationalStoreId(project.id), cutoffId, PRUNE_BATCH) };
       if (found.project.length === 0 && found.operational.length === 0) continue;
       // Through the project's actor, in the turn they were found: it keeps retry and redrive off them.
-      pruned += await this.actorFor(project.id).prune(cutoffId, found);
+      pruned += await this.actorFor(project.id).recovery.prune(cutoffId, found);
     }
     if (pruned > 0) this.logger.info({ pruned }, 'pruned terminal deliveries past retention');
     return pruned;

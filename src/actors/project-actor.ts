@@ -1,12 +1,8 @@
 import { HooklineError } from '../errors.js';
-import type { ErrorDetail } from '../errors.js';
 import { matchesFilter } from '../filter/evaluate.js';
-import { deliveryTable } from '../machines/index.js';
 import type { DeliveryStatus } from '../machines/index.js';
 import { headOf, withChanges } from '../store/delivery-model.js';
-import type { DeadLetterFilter } from '../store/delivery-query.js';
-import { inIdBounds, newDeliveryId, newEventId } from '../store/ids.js';
-import { isPastRetention, withinRetention } from '../store/retention.js';
+import { newDeliveryId, newEventId } from '../store/ids.js';
 import type { DeliveryChange, DeliveryRecord, DeliverySchedule, EventRecord, IngestAnswer } from '../store/records.js';
 import type { EventType } from '../sdk/types.js';
 import type { EventInput } from '../transport/event-input.js';
@@ -17,9 +13,9 @@ import { DeliveryLifecycle } from './delivery-lifecycle.js';
 import type { FirstIngest } from './envelope.js';
 import { firstIngestOf, isRepeatOf } from './envelope.js';
 import type { IngestResult } from './ingests-in-flight.js';
-import type { LiveDelivery } from './live-delivery.js';
-import { liveFromHead, liveFromSchedule } from './live-delivery.js';
+import { liveFromSchedule } from './live-delivery.js';
 import { nextDeliveryId } from './ordered-line.js';
+import { ProjectRecovery } from './project-recovery.js';
 import type { ConfigureInput, Webhook } from './webhook-settings.js';
 import { configureWebhook, operationalTarget, rotateSecret, withWebhookDefaults } from './webhook-settings.js';
 import type { OperationalEventData, OperationalEventType } from './operational-events.js';
@@ -34,9 +30,10 @@ export type { IngestResult } from './ingests-in-flight.js';
  * synchronously before its first `await`, so handlers never interleave halfway through a change,
  * and persistence is queued in the same order the changes were made.
  *
- * This file holds what brings deliveries in: ingest, and the recovery operations (restart, retry,
- * redrive, replay), and what takes them out: the prune of those past retention, which must not race
- * the recovery operations. What happens to a delivery once it is live is `DeliveryLifecycle`'s.
+ * This file holds the configuration and what brings new deliveries in: ingest, operational events,
+ * and the restart's resume. The recovery operations (retry, redrive, replay) and the prune that must
+ * not race them are `ProjectRecovery`'s; what happens to a delivery once it is live is
+ * `DeliveryLifecycle`'s.
  */
 
 export class ProjectActor {
@@ -45,8 +42,8 @@ export class ProjectActor {
   /** Hookline's own events about the project, to its operational URL (operational-events.ts). */
   private readonly operational: DeliveryLifecycle;
   private lastDeliveryId = '';
-  /** Deliveries a prune is deleting, each with the deletion's commit: recovery leaves them alone until it lands. */
-  private readonly pruning = new Map<string, Promise<unknown>>();
+  /** Retry, redrive, replay, and the prune that must not race them (project-recovery.ts). */
+  readonly recovery: ProjectRecovery;
   private operationalView: { of: Webhook | undefined; target: Webhook | undefined } = { of: undefined, target: undefined };
 
   constructor(
@@ -63,6 +60,15 @@ export class ProjectActor {
       webhook: () => this.operationalTarget(),
       // Nothing to save: an operational delivery never changes the configuration.
       save: () => Promise.resolve(),
+    });
+    this.recovery = new ProjectRecovery({
+      projectId,
+      deps,
+      lifecycle: this.lifecycle,
+      operational: this.operational,
+      webhook: () => this.webhook,
+      readDelivery: (deliveryId) => this.readDelivery(deliveryId),
+      newDeliveryRecord: (eventId, eventType, now) => this.newDeliveryRecord(eventId, eventType, now),
     });
   }
 
@@ -249,7 +255,7 @@ export class ProjectActor {
     (this.lifecycle.get(deliveryId) ? this.lifecycle : this.operational).onDue(deliveryId, dueAt);
   }
 
-  // Recovery: restart, retry, redrive, replay ---------------------------------------------------
+  // Restart -------------------------------------------------------------------------------------
 
   /** Resumes a delivery found live in LMDB at start (from its status index entry); one caught mid-attempt is attempted again. */
   restore(deliveryId: string, status: DeliveryStatus, schedule: DeliverySchedule, lifecycle: DeliveryLifecycle = this.lifecycle): void {
@@ -264,144 +270,6 @@ export class ProjectActor {
   /** Resumes an operational delivery found live in LMDB at start (under the operational store id). */
   restoreOperational(deliveryId: string, status: DeliveryStatus, schedule: DeliverySchedule): void {
     this.restore(deliveryId, status, schedule, this.operational);
-  }
-
-  async retry(deliveryId: string): Promise<DeliveryRecord> {
-    // Being pruned: the prune's outcome decides (gone, so a 404; or kept, should its commit fail).
-    for (let pruned = this.pruning.get(deliveryId); pruned; pruned = this.pruning.get(deliveryId)) await pruned.catch(() => {});
-    const before = this.readDelivery(deliveryId);
-    if (!before) throw new HooklineError('HOOKLINE_ERR_DELIVERY_NOT_FOUND', `no delivery ${deliveryId} in this project`);
-    // Gone as if pruned: a new round for it would outlive its own record in a changelog snapshot.
-    if (isPastRetention(before, this.deps.retentionCutoffId())) {
-      throw new HooklineError('HOOKLINE_ERR_DELIVERY_NOT_FOUND', `delivery ${deliveryId} is ${before.status} and past HOOKLINE_RETENTION, so it is no longer retried and is about to be pruned; replay its event ${before.eventId} to send it again`);
-    }
-    const held = this.lifecycle.get(deliveryId);
-    const delivery = held ?? this.toLive(deliveryId);
-    const step = deliveryTable.next(delivery.status, delivery.counters, { type: 'RETRY' });
-    if (!step) {
-      if (delivery.status === 'succeeded') throw new HooklineError('HOOKLINE_ERR_DELIVERY_SUCCEEDED', `delivery ${deliveryId} already succeeded; replay its event to send it again`);
-      const heldBy = this.webhook?.state !== 'active' && (delivery.status === 'pending' || delivery.status === 'retrying') ? this.webhook?.state : undefined;
-      throw new HooklineError(
-        'HOOKLINE_ERR_DELIVERY_IN_PROGRESS',
-        heldBy
-          ? `delivery ${deliveryId} is ${delivery.status}, held while the endpoint is ${heldBy}; it will be attempted once the endpoint is active again (PUT /v1/webhook with "status": "active")`
-          : `delivery ${deliveryId} is ${delivery.status}; it will be attempted without a retry`,
-      );
-    }
-    // Only a delivery not held (a dead letter out of memory) takes room; every retry writes its step.
-    const refusal = this.refusalOf({ adding: held ? 0 : 1, unchanged: `delivery ${deliveryId} was not retried` });
-    if (refusal) throw refusal;
-    // The record as the RETRY step left it: re-reading the store could show a later step, since
-    // the attempt it makes due may start (and commit) before this answer is sent.
-    const change = await this.lifecycle.apply(delivery, 'RETRY', step);
-    return withChanges(before, [change]);
-  }
-
-  /**
-   * Starts a new round for every dead-lettered delivery that matches; returns how many. All or
-   * none: when they do not all fit in the room HOOKLINE_MAX_LIVE_DELIVERIES leaves, none is
-   * started (a partial redrive would leave the rest dead without the operator noticing).
-   */
-  async redrive(filter: DeadLetterFilter): Promise<number> {
-    // Oldest first: the dead letters are found newest first, and they join the ordered line (and the
-    // ready queue) in the order they are taken in, so an ordered endpoint would get them reversed.
-    const redrivable = [...this.redrivable(filter)].sort((a, b) => (a.delivery.id < b.delivery.id ? -1 : 1));
-    if (redrivable.length === 0) return 0;
-    const refusal = this.refusalOf({ adding: this.notHeld(redrivable), unchanged: 'nothing was redriven', overloaded: (room) => tooManyToRedrive(redrivable.length, room) });
-    if (refusal) throw refusal;
-    const writes = redrivable.map(({ delivery, step }) => this.lifecycle.apply(delivery, 'REDRIVE', step));
-    await Promise.all(writes);
-    return writes.length;
-  }
-
-  /** How many deliveries `redrive` with this filter would start now, and how many of them it would take into memory. */
-  redrivePreview(filter: DeadLetterFilter): { wouldRedrive: number; adding: number } {
-    const redrivable = [...this.redrivable(filter)];
-    return { wouldRedrive: redrivable.length, adding: this.notHeld(redrivable) };
-  }
-
-  /** How many of these deliveries are not in memory: a dead letter whose last step is still being written is held already. */
-  private notHeld(deliveries: Iterable<{ delivery: LiveDelivery }>): number {
-    let count = 0;
-    for (const { delivery } of deliveries) if (!this.lifecycle.get(delivery.id)) count++;
-    return count;
-  }
-
-  /** The dead letters that match, each with the REDRIVE step that starts its new round. */
-  private *redrivable(filter: DeadLetterFilter) {
-    for (const delivery of this.deadLetters(filter)) {
-      const step = deliveryTable.next(delivery.status, delivery.counters, { type: 'REDRIVE' });
-      if (step) yield { delivery, step };
-    }
-  }
-
-  /**
-   * The project's dead letters as the delivery log shows them: those stored as dead-lettered, and
-   * those whose dead-lettering is made in memory but not stored yet (`GET` already shows them, so a
-   * redrive right after must take them too). Those past retention are left out, pruned or not.
-   */
-  private *deadLetters(requested: DeadLetterFilter): Generator<LiveDelivery> {
-    const filter = withinRetention(requested, this.deps.retentionCutoffId());
-    const matches = (id: string) => {
-      const head = this.deps.store.getDeliveryHead(this.projectId, id);
-      return head !== undefined && (filter.eventType === undefined || head.eventType === filter.eventType) ? head : undefined;
-    };
-    for (const id of this.deps.store.deliveryIdsByStatus(this.projectId, 'dead_lettered', filter)) {
-      // Still in memory: either already moved on (skip), or dead-lettered with the commit visible but
-      // not yet released from memory, which is a dead letter like any other.
-      const held = this.lifecycle.get(id);
-      if ((held && held.status !== 'dead_lettered') || this.pruning.has(id)) continue;
-      const head = matches(id);
-      if (head) yield held ?? liveFromHead(head, null);
-    }
-    for (const { id, shown } of this.lifecycle.statusesNotStored()) {
-      if (shown !== 'dead_lettered' || !inIdBounds(id, filter)) continue;
-      const head = matches(id);
-      // A head already indexed as dead-lettered was taken above (its commit landed unannounced).
-      if (head && head.status !== 'dead_lettered') yield this.lifecycle.get(id)!;
-    }
-  }
-
-  async replay(eventId: string): Promise<string> {
-    const event = this.deps.store.getEvent(this.projectId, eventId);
-    if (!event) throw new HooklineError('HOOKLINE_ERR_EVENT_NOT_FOUND', `no stored event ${eventId} in this project`);
-    if (!this.webhook) throw new HooklineError('HOOKLINE_ERR_NO_WEBHOOK_FOR_REPLAY', 'no webhook is configured to replay to; PUT /v1/webhook first');
-    const refusal = this.refusalOf({ adding: 1, unchanged: `event ${eventId} was not replayed` });
-    if (refusal) throw refusal;
-    const record = this.newDeliveryRecord(eventId, event.type, this.deps.clock.now());
-    await this.lifecycle.tracked(this.deps.store.writeReplay(this.projectId, eventId, record));
-    this.lifecycle.admit(headOf(record), event.envelope);
-    return record.id;
-  }
-
-  /** A stored delivery not in memory (terminal), as it would be held. */
-  private toLive(deliveryId: string): LiveDelivery {
-    const head = this.deps.store.getDeliveryHead(this.projectId, deliveryId);
-    if (!head) throw new HooklineError('HOOKLINE_ERR_DELIVERY_NOT_FOUND', `no delivery ${deliveryId} in this project`);
-    return liveFromHead(head, null);
-  }
-
-  // Retention -----------------------------------------------------------------------------------
-
-  /**
-   * Deletes the terminal deliveries past retention that `found` names (found on the status index
-   * in this same turn), the project's and its operational ones; returns how many went. Those held
-   * in memory are kept: a retry or redrive has started a new round for them, or their last step is
-   * still being written. Until the deletion commits, a redrive skips the others and a retry waits
-   * for it, so that neither starts a new round for a delivery whose history is being deleted.
-   */
-  async prune(cutoffId: string, found: { project: readonly string[]; operational: readonly string[] }): Promise<number> {
-    const project = found.project.filter((id) => !this.lifecycle.get(id) && !this.pruning.has(id));
-    const operational = found.operational.filter((id) => !this.operational.get(id));
-    const store = this.deps.store;
-    const deleted = this.lifecycle.tracked(Promise.all([store.pruneTerminal(this.projectId, cutoffId, project), store.pruneTerminal(operationalStoreId(this.projectId), cutoffId, operational)]));
-    for (const id of project) this.pruning.set(id, deleted);
-    try {
-      const [projectCount, operationalCount] = await deleted;
-      return projectCount + operationalCount;
-    } finally {
-      for (const id of project) this.pruning.delete(id);
-    }
   }
 
   // Shutdown ------------------------------------------------------------------------------------
@@ -419,12 +287,6 @@ export class ProjectActor {
     this.lifecycle.dropFromBudget();
     this.operational.dropFromBudget();
   }
-}
-
-/** The `overloaded` refusal of a redrive that does not fit: how many it would start, how many fit, what to do. */
-function tooManyToRedrive(wouldRedrive: number, room: number): { message: string; details: ErrorDetail[] } {
-  const message = `the redrive would start ${wouldRedrive} dead letters, but this node has room for ${room} more live deliveries (HOOKLINE_MAX_LIVE_DELIVERIES); nothing was redriven. Narrow it with since, until or eventType (a dry run shows whether it fits), or send it again after Retry-After as live deliveries finish`;
-  return { message, details: [{ message, wouldRedrive, room }] };
 }
 
 /** Why an ingest's event was not kept (its commit or its replication failed), as the sender is told. */

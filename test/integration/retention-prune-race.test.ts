@@ -144,7 +144,7 @@ function raceTests(start: (clock: ManualClock) => Promise<RaceNode>): void {
     // Same turn: the redrive within retention, then the prune past it, which finds the delivery
     // dead-lettered on the index (the redrive's commit has not landed) and whose transaction runs
     // after the redrive's writes.
-    const redriven = engine.actorFor(PROJECT).redrive({});
+    const redriven = engine.actorFor(PROJECT).recovery.redrive({});
     clock.advance(DAY);
     const pruned = engine.pruneExpired();
     expect(await redriven).toBe(1);
@@ -155,7 +155,7 @@ function raceTests(start: (clock: ManualClock) => Promise<RaceNode>): void {
   it('(a) a retry made before the prune runs: the retried delivery is not pruned, and keeps its history', async () => {
     const setup = await deadLetterAtRetention(start);
     const { engine, clock, deliveryId } = setup;
-    const retried = engine.actorFor(PROJECT).retry(deliveryId);
+    const retried = engine.actorFor(PROJECT).recovery.retry(deliveryId);
     clock.advance(DAY);
     const pruned = engine.pruneExpired();
     expect((await retried).status).toBe('pending');
@@ -167,7 +167,7 @@ function raceTests(start: (clock: ManualClock) => Promise<RaceNode>): void {
     const setup = await deadLetterPastRetention(start);
     const { engine } = setup;
     const pruned = engine.pruneExpired();
-    const redriven = inPruneCommitWindow(engine.store, () => engine.actorFor(PROJECT).redrive({}));
+    const redriven = inPruneCommitWindow(engine.store, () => engine.actorFor(PROJECT).recovery.redrive({}));
     expect(await pruned).toBe(1);
     expect(await redriven).toBe(0);
     await expectPruned(setup);
@@ -177,7 +177,7 @@ function raceTests(start: (clock: ManualClock) => Promise<RaceNode>): void {
     const setup = await deadLetterPastRetention(start);
     const { engine, deliveryId } = setup;
     const pruned = engine.pruneExpired();
-    const retried = inPruneCommitWindow(engine.store, () => engine.actorFor(PROJECT).retry(deliveryId));
+    const retried = inPruneCommitWindow(engine.store, () => engine.actorFor(PROJECT).recovery.retry(deliveryId));
     expect(await pruned).toBe(1);
     await expect(retried).rejects.toMatchObject({ code: 'HOOKLINE_ERR_DELIVERY_NOT_FOUND' });
     await expectPruned(setup);

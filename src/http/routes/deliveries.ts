@@ -25,7 +25,7 @@ export function registerDeliveryRoutes(app: FastifyInstance, { engine }: HttpDep
   ignoreBodies(app, (bodyless) => {
     bodyless.post('/logs/webhook-deliveries/:id/retry', async (request, reply) => {
       const { id } = parseInput(deliveryIdParams, request.params, 'params');
-      const record = await engine.actorFor(request.projectId).retry(id);
+      const record = await engine.actorFor(request.projectId).recovery.retry(id);
       return reply.status(202).send(presentDelivery(record));
     });
   });
@@ -40,7 +40,7 @@ export function registerDeliveryRoutes(app: FastifyInstance, { engine }: HttpDep
     // A dry run changes nothing: 200 with the count a redrive would start now and whether it would
     // fit under HOOKLINE_MAX_LIVE_DELIVERIES (the dashboard's preview).
     if (filter.dryRun === true) return reply.status(200).send({ redriven: 0, ...engine.redrivePreview(request.projectId, bounds) } satisfies RedriveDryRunResponse);
-    const redriven = await engine.actorFor(request.projectId).redrive(bounds);
+    const redriven = await engine.actorFor(request.projectId).recovery.redrive(bounds);
     return reply.status(202).send({ redriven } satisfies RedriveResponse);
   });
 }

@@ -81,7 +81,7 @@ export function registerEventRoutes(app: FastifyInstance, { engine, embedded }: 
   ignoreBodies(app, (bodyless) => {
     bodyless.post('/events/:eventId/replay', async (request, reply) => {
       const { eventId } = parseInput(eventIdParams, request.params, 'params');
-      const deliveryId = await engine.actorFor(request.projectId).replay(eventId);
+      const deliveryId = await engine.actorFor(request.projectId).recovery.replay(eventId);
       return reply.status(202).send({ deliveryId } satisfies ReplayResponse);
     });
   });
