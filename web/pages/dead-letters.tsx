@@ -109,6 +109,7 @@ function RedriveByFilter({ api, refreshKey, onRedriven }: { api: DashboardApi; r
   const [until, setUntil] = useState('');
   const [eventType, setEventType] = useState('');
   const [preview, setPreview] = useState<number | null>(null);
+  const [fits, setFits] = useState(true);
   const [previewError, setPreviewError] = useState<string | null>(null);
   const [confirming, setConfirming] = useState(false);
   const [busy, setBusy] = useState(false);
@@ -127,8 +128,9 @@ function RedriveByFilter({ api, refreshKey, onRedriven }: { api: DashboardApi; r
     const timer = setTimeout(() => {
       api
         .previewRedrive(filter, controller.signal)
-        .then((count) => {
+        .then(({ count, fits }) => {
           setPreview(count);
+          setFits(fits);
           setPreviewError(null);
         })
         .catch((caught: unknown) => {
@@ -155,7 +157,10 @@ function RedriveByFilter({ api, refreshKey, onRedriven }: { api: DashboardApi; r
     }
   };
 
-  const matches = preview === null ? 'Counting the dead letters that match…' : `${plural(preview, 'dead letter')} ${preview === 1 ? 'matches' : 'match'} this filter.`;
+  const matches =
+    preview === null
+      ? 'Counting the dead letters that match…'
+      : `${plural(preview, 'dead letter')} ${preview === 1 ? 'matches' : 'match'} this filter.${fits ? '' : ' That is more than the node has room for now (HOOKLINE_MAX_LIVE_DELIVERIES), so a redrive would start none: narrow the range or the type, or wait for live deliveries to finish.'}`;
   return (
     <section class="panel redrive" aria-labelledby="redrive-title">
       <h2 id="redrive-title">Redrive by filter</h2>
@@ -181,7 +186,7 @@ function RedriveByFilter({ api, refreshKey, onRedriven }: { api: DashboardApi; r
         <p class="preview" role="status" aria-live="polite" data-preview={preview ?? ''}>
           {previewError ?? matches}
         </p>
-        <button type="submit" class="primary" disabled={!preview || busy}>
+        <button type="submit" class="primary" disabled={!preview || !fits || busy}>
           Redrive{preview ? ` ${plural(preview, 'dead letter')}` : ''}…
         </button>
       </form>
