@@ -76,14 +76,44 @@ export class HooklineError extends Error {
 }
 
 /**
+ * Whether the node answering a 5xx with `error` logs it, at error, with its cause and the request id
+ * the answer names: an unexpected failure, one that waiting will not fix, and a write that failed
+ * (`storage_unavailable`: the operator needs its cause). A refusal that is back-pressure
+ * (`overloaded`, `storage_full`, `shutting_down`, `partition_moving`) is not logged per request: its
+ * cause is the node's state, not the request, and a line for each refused request would flood the
+ * log of a node that is already overloaded.
+ */
+export function isLoggedWhenAnswered(error: HooklineError): boolean {
+  return error.status >= 500 && (error.code === 'HOOKLINE_ERR_INTERNAL' || error.code === 'HOOKLINE_ERR_STORAGE' || !error.retryable);
+}
+
+/** What a log line about `error` shows as `err`: for an internal error, what was thrown, which it wraps. */
+export function loggedError(error: HooklineError): unknown {
+  return error.code === 'HOOKLINE_ERR_INTERNAL' && error.cause !== undefined ? error.cause : error;
+}
+
+/**
+ * `error` as the answer to request `requestId`: a 5xx names the id, in its message and as
+ * `details[0].reqId`, so that an operator handed the answer finds the request in `log` (the line
+ * logged under that id when `isLoggedWhenAnswered`; else the request itself, in a proxy's log or a
+ * client's report). Below 500, and when it names the id already, `error` is returned as it is.
+ */
+export function withRequestId(error: HooklineError, requestId: string, log = 'the server log'): HooklineError {
+  if (error.status < 500 || error.details[0]?.reqId === requestId) return error;
+  const logged = isLoggedWhenAnswered(error);
+  const message = logged ? `${error.message}; ${log} has the details under reqId ${requestId}` : `${error.message} (reqId ${requestId})`;
+  const detail = logged
+    ? { message: `the line with "reqId":"${requestId}" in ${log} has the details`, reqId: requestId }
+    : { message: `the id of this request; a refusal to retry is not logged per request in ${log}`, reqId: requestId };
+  return new HooklineError(error.code, message, { cause: error.cause, details: [detail, ...error.details], ...(error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : {}) });
+}
+
+/**
  * An unexpected failure of an API request (answered 500). The answer names the request id that
  * the failure's line in `log` carries (`reqId`), so an operator handed the answer finds the line.
  */
 export function internalError(cause: unknown, requestId: string, log = 'the server log'): HooklineError {
-  return new HooklineError('HOOKLINE_ERR_INTERNAL', `internal error; ${log} has the details under reqId ${requestId}`, {
-    cause,
-    details: [{ message: `the line with "reqId":"${requestId}" in ${log} has the details`, reqId: requestId }],
-  });
+  return withRequestId(new HooklineError('HOOKLINE_ERR_INTERNAL', 'internal error', { cause }), requestId, log);
 }
 
 export function isHooklineError(error: unknown): error is HooklineError {

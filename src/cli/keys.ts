@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Engine, hashApiKey } from '../actors/engine.js';
+import { directoryBucket, openDirectory, revokeDirectoryKey } from '../cluster/key-directory.js';
 import { settingsFromEnvironment } from '../config/settings.js';
 import { isoTime } from '../iso-time.js';
 import { counted } from '../plural.js';
@@ -8,6 +9,8 @@ import { claimDataDir } from '../store/data-dir.js';
 import { revokeApiKeyHash } from '../store/key-revocation.js';
 import type { KeyRevocation } from '../store/key-revocation.js';
 import { textTable } from '../text-table.js';
+import { maskedNatsUrl, natsAccess } from '../transport/nats-access.js';
+import { connectNats } from '../transport/nats-connection.js';
 import { NO_POSITIONALS, commandWithHelp, runParsed, usageProblem } from './args.js';
 import type { CliCommand } from './command.js';
 import type { CliIo } from './io.js';
@@ -15,7 +18,7 @@ import { processIo } from './io.js';
 
 const HELP = `Usage: hookline keys create --project NAME
        hookline keys list [--data-dir DIR]
-       hookline keys revoke (--key-stdin | --key KEY) [--force] [--data-dir DIR]
+       hookline keys revoke (--key-stdin | --key KEY) [--force] [--data-dir DIR | --cluster]
 
 create  creates an API key for project NAME in HOOKLINE_DATA_DIR (./data), creating the project if it
         does not exist, and prints the key once (only its hash is stored). Run it while the service
@@ -31,7 +34,11 @@ revoke  deletes an API key from the data directory (default HOOKLINE_DATA_DIR, e
         --key KEY takes it as an argument. An unknown key exits 1. A project's last key is kept
         (exit 1) unless --force: the project would then answer 401 to everything until
         "hookline keys create --project ID" (with the service stopped) gives it a new key.
-        A single node's keys only: in a cluster the NATS directory keeps the key.`;
+        --cluster (the default when HOOKLINE_CLUSTER=1, as for serve) revokes the key in a cluster
+        instead: it deletes it from the cluster's directory (KV bucket <HOOKLINE_NATS_STREAM>_directory)
+        over the HOOKLINE_NATS_* settings the nodes use, and every node refuses it once its watch of
+        the directory brings the deletion (within milliseconds). Run it where the nodes' settings
+        are, e.g. docker compose exec -T on a node.`;
 
 const PROJECT = z.string({ error: 'is required: --project NAME (1-64 of A-Z a-z 0-9 _ -)' }).regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 _ -');
 
@@ -65,34 +72,76 @@ function revokeSchema(io: CliIo) {
       key: z.string().min(1, 'must not be empty').optional(),
       'key-stdin': z.boolean().default(false),
       force: z.boolean().default(false),
-      'data-dir': z.string().min(1, 'must name a directory').default(io.env.HOOKLINE_DATA_DIR || './data'),
+      cluster: z.boolean().default(io.env.HOOKLINE_CLUSTER === '1'),
+      'data-dir': z.string().min(1, 'must name a directory').optional(),
       positionals: NO_POSITIONALS,
     })
-    .refine((options) => (options.key === undefined) !== !options['key-stdin'], { message: 'give the key once: --key-stdin (reads it from standard input) or --key KEY' });
+    .refine((options) => (options.key === undefined) !== !options['key-stdin'], { message: 'give the key once: --key-stdin (reads it from standard input) or --key KEY' })
+    .refine((options) => !(options.cluster && options['data-dir'] !== undefined), {
+      message: `--data-dir is a single node's: a cluster's keys are in its NATS directory, which --cluster${io.env.HOOKLINE_CLUSTER === '1' ? ' (on by HOOKLINE_CLUSTER=1)' : ''} revokes from; give one of them`,
+    })
+    .transform((options) => ({ ...options, 'data-dir': options['data-dir'] ?? (io.env.HOOKLINE_DATA_DIR || './data') }));
+}
+
+/** Where a key is revoked: a data directory (one node), or a cluster's NATS directory. */
+interface RevocationTarget {
+  /** "in ./data", "in the cluster's directory (KV …)": what the messages say it was looked up in. */
+  where: string;
+  /** What to check when the key is not there. */
+  unknownHint: string;
+  revoke(apiKeyHash: string, allowLastKey: boolean): Promise<KeyRevocation>;
+}
+
+function dataDirTarget(dataDir: string): RevocationTarget {
+  return {
+    where: `in ${dataDir}`,
+    unknownHint: "is another data directory's (check --data-dir or HOOKLINE_DATA_DIR)",
+    revoke: (apiKeyHash, allowLastKey) => revokeApiKeyHash(dataDir, apiKeyHash, { allowLastKey }),
+  };
+}
+
+function clusterTarget(io: CliIo): RevocationTarget {
+  // The nodes' own settings, read as serve --cluster reads them (HOOKLINE_NATS_URL is required).
+  const settings = settingsFromEnvironment({ ...io.env, HOOKLINE_CLUSTER: '1' });
+  return {
+    where: `in the cluster's directory (KV ${directoryBucket(settings.natsStream)} on ${maskedNatsUrl(settings.natsUrl!)})`,
+    unknownHint: "is another cluster's (check HOOKLINE_NATS_URL and HOOKLINE_NATS_STREAM)",
+    async revoke(apiKeyHash, allowLastKey) {
+      const connection = await connectNats(natsAccess(settings), { timeout: 3000, reconnect: false });
+      try {
+        return await revokeDirectoryKey(await openDirectory(connection, settings.natsStream), apiKeyHash, { allowLastKey });
+      } finally {
+        await connection.close();
+      }
+    },
+  };
 }
 
 async function revoke(io: CliIo, options: z.output<ReturnType<typeof revokeSchema>>): Promise<number> {
-  const dataDir = options['data-dir'];
   const apiKey = options.key ?? (await io.readStdin()).trim();
   if (apiKey === '') return usageProblem(io, 'keys revoke', ['standard input held no key: pipe the key in, e.g. printf \'%s\' "$OLD_KEY" | hookline keys revoke --key-stdin']);
   let revocation: KeyRevocation;
+  let target: RevocationTarget;
   try {
-    revocation = await revokeApiKeyHash(dataDir, hashApiKey(apiKey), { allowLastKey: options.force });
+    target = options.cluster ? clusterTarget(io) : dataDirTarget(options['data-dir']);
+    revocation = await target.revoke(hashApiKey(apiKey), options.force);
   } catch (error) {
     io.stderr.write(`hookline keys revoke: ${(error as Error).message}\n`);
     return 1;
   }
   if (revocation.outcome === 'unknown') {
-    io.stderr.write(`hookline keys revoke: no such key in ${dataDir}: it was revoked already or is another data directory's (check --data-dir or HOOKLINE_DATA_DIR)\n`);
+    io.stderr.write(`hookline keys revoke: no such key ${target.where}: it was revoked already or ${target.unknownHint}\n`);
     return 1;
   }
   const { projectId } = revocation;
   if (revocation.outcome === 'last_key') {
-    io.stderr.write(`hookline keys revoke: that is the last key of project "${projectId}": stop the service, run hookline keys create --project ${projectId} and revoke this one after, or pass --force to leave the project without a key\n`);
+    const replace = options.cluster ? '' : `stop the service, run hookline keys create --project ${projectId} and revoke this one after, or `;
+    io.stderr.write(`hookline keys revoke: that is the last key of project "${projectId}": ${replace}pass --force to leave the project without a key\n`);
     return 1;
   }
-  const left = revocation.keysLeft === 0 ? `it has no key now (hookline keys create --project ${projectId}, with the service stopped, makes one)` : `${counted(revocation.keysLeft, 'key')} left`;
-  io.stdout.write(`revoked a key of project "${projectId}"; ${left}\n`);
+  const noKey = options.cluster ? 'it has no key now' : `it has no key now (hookline keys create --project ${projectId}, with the service stopped, makes one)`;
+  const left = revocation.keysLeft === 0 ? noKey : `${counted(revocation.keysLeft, 'key')} left`;
+  io.stdout.write(`revoked a key of project "${projectId}"${options.cluster ? ` ${target.where}` : ''}; ${left}\n`);
   // ensureDefaultProject adds HOOKLINE_API_KEY back at the next start.
   if (projectId === 'default' && io.env.HOOKLINE_API_KEY === apiKey) io.stderr.write('hookline keys revoke: HOOKLINE_API_KEY still holds this key: change or unset it, or the next start adds it again\n');
   return 0;
@@ -127,7 +176,7 @@ export function createKeysCommand(io: CliIo = processIo()): CliCommand {
     if (subcommand === 'create') return runParsed(io, 'keys create', rest, { project: { type: 'string' } }, CREATE_SCHEMA, (options) => create(io, options));
     if (subcommand === 'list') return runParsed(io, 'keys list', rest, { 'data-dir': { type: 'string' } }, listSchema(io), (options) => list(io, options['data-dir']));
     if (subcommand === 'revoke') {
-      const flags = { key: { type: 'string' }, 'key-stdin': { type: 'boolean' }, force: { type: 'boolean' }, 'data-dir': { type: 'string' } } as const;
+      const flags = { key: { type: 'string' }, 'key-stdin': { type: 'boolean' }, force: { type: 'boolean' }, cluster: { type: 'boolean' }, 'data-dir': { type: 'string' } } as const;
       return runParsed(io, 'keys revoke', rest, flags, revokeSchema(io), (options) => revoke(io, options));
     }
     return usageProblem(io, 'keys', [subcommand ? `unknown subcommand "${subcommand}": create, list or revoke` : 'missing subcommand: create, list or revoke']);

@@ -21,6 +21,7 @@ import type { EventSink } from '../transport/types.js';
 import { PartitionChangelog, type ChangelogRecord } from './changelog.js';
 import { ClusterCoordinator } from './coordinator.js';
 import { partitionFlowControl } from './flow-control.js';
+import { apiKeyHashOfEntry, directoryBucket, directoryKeyEntry } from './key-directory.js';
 import type { PartitionHost } from './coordinator.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import type { ForwardedReply, ForwardedRequest } from './rpc.js';
@@ -146,7 +147,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
       // Handled when awaited below; until then, a failure must not count as an unhandled rejection.
       leases.catch(() => {});
       this.manager = await reachJetStream(this.connection, this.logger);
-      this.directory = await ensureKv(this.connection, this.manager, `${this.settings.natsStream}_directory`, replicas, this.logger);
+      this.directory = await ensureKv(this.connection, this.manager, directoryBucket(this.settings.natsStream), replicas, this.logger);
       this.changelog = new PartitionChangelog(this.connection, `${this.settings.natsStream}_CHANGELOG`, `${this.settings.clusterSubjectPrefix}.changelog`, this.settings.changelogSnapshotEvery);
       await this.changelog.ensureStream(replicas, this.logger);
       this.rpc = new PartitionRpc(this.connection, `${this.settings.clusterSubjectPrefix}.rpc`, (request) => this.handleForwarded!(request), this.cluster.nodeId, this.logger);
@@ -248,6 +249,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
     (async () => {
       for await (const entry of watch) {
         if (entry.operation === 'PUT') await this.applyDirectoryEntry(entry.key, decoder.decode(entry.value));
+        else await this.forgetDirectoryEntry(entry.key);
         if (entry.revision >= lastAtStart) initialDone();
       }
     })().catch((error: unknown) => this.logger.warn({ err: error }, 'directory watch ended'));
@@ -259,9 +261,20 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
     if (key.startsWith('project.')) {
       const project = JSON.parse(value) as ProjectRecord;
       await store.mirrorDirectory(project, null, project.id);
-    } else if (key.startsWith('key.')) {
-      await store.mirrorDirectory(null, key.slice('key.'.length), value);
+    } else {
+      const apiKeyHash = apiKeyHashOfEntry(key);
+      if (apiKeyHash) await store.mirrorDirectory(null, apiKeyHash, value);
     }
+  }
+
+  /**
+   * A key revoked in the directory (`hookline keys revoke` in cluster mode), or revoked while this
+   * node was down (the watch starts with every entry's latest version, deletions included): the
+   * mirror is what `Engine.authenticate` reads, so the next request with the key is refused here.
+   */
+  private async forgetDirectoryEntry(key: string): Promise<void> {
+    const apiKeyHash = apiKeyHashOfEntry(key);
+    if (apiKeyHash && (await this.engine.store.forgetApiKey(apiKeyHash))) this.logger.info({ apiKeyHash: apiKeyHash.slice(0, 12) }, 'cluster: an API key was revoked in the directory; refused here from now on');
   }
 
   /** Makes sure a project another node just created is mirrored here (the watch may lag); false if there is none. */
@@ -275,21 +288,21 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
 
   /**
    * The project of an API key this node has not mirrored yet, read from the directory itself, so a
-   * key made on another node works here at once; null when the directory has no such key.
+   * key made on another node works here at once; null when the directory has no such key. The key
+   * is left for the watch to mirror: written here, it could land after the watch applied the key's
+   * revocation, and outlive it on this node.
    */
   async authenticate(apiKey: string): Promise<string | null> {
-    const hash = hashApiKey(apiKey);
-    const entry = await this.directory.get(`key.${hash}`).catch(() => null);
+    const entry = await this.directory.get(directoryKeyEntry(hashApiKey(apiKey))).catch(() => null);
     if (!entry || entry.operation !== 'PUT' || entry.value.length === 0) return null;
     const projectId = decoder.decode(entry.value);
     if (!(await this.mirrorProject(projectId))) return null;
-    await this.engine.store.mirrorDirectory(null, hash, projectId);
     return projectId;
   }
 
   async project(record: ProjectRecord, apiKeyHash: string | null): Promise<void> {
     await this.directory.put(`project.${record.id}`, encoder.encode(JSON.stringify(record)));
-    if (apiKeyHash) await this.directory.put(`key.${apiKeyHash}`, encoder.encode(record.id));
+    if (apiKeyHash) await this.directory.put(directoryKeyEntry(apiKeyHash), encoder.encode(record.id));
   }
 
   // Replication of partition state -------------------------------------------------------------

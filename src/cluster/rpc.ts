@@ -1,6 +1,6 @@
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from '../actors/actor-deps.js';
-import { HooklineError, internalError } from '../errors.js';
+import { HooklineError, loggedError, withRequestId } from '../errors.js';
 import { requestIdGenerator } from '../http/request-ids.js';
 
 /** An API call re-sent to the node that owns the project's partition. */
@@ -63,9 +63,14 @@ export class PartitionRpc {
 
   /** The caller's 500, naming the line logged here: the caller's node has no log of it. */
   private failed(failure: unknown, what: string): ForwardedReply {
+    return this.answeredHere(new HooklineError('HOOKLINE_ERR_INTERNAL', 'internal error', { cause: failure }), what);
+  }
+
+  /** `error` logged here under a reqId of its own, which the caller's answer names (`withRequestId`). */
+  private answeredHere(error: HooklineError, what: string): ForwardedReply {
     const reqId = this.nextFailureId();
-    this.logger.error({ err: failure, reqId }, what);
-    return errorReply(internalError(failure, reqId, `the log of node ${this.nodeId} (the partition's owner)`));
+    this.logger.error({ err: loggedError(error), reqId }, what);
+    return errorReply(withRequestId(error, reqId, `the log of node ${this.nodeId} (the partition's owner)`));
   }
 
   /**
@@ -77,7 +82,7 @@ export class PartitionRpc {
     const maxPayload = this.connection.info?.max_payload;
     if (maxPayload !== undefined && payload.byteLength > maxPayload) {
       const tooLarge = new HooklineError('HOOKLINE_ERR_ANSWER_TOO_LARGE', `the owning node's answer (${payload.byteLength} bytes) is larger than NATS max_payload (${maxPayload} bytes), which carries it to this node; ask for a smaller page (limit), call the owning node, or raise max_payload`);
-      this.respondOrDrop(message, encoder.encode(JSON.stringify(errorReply(tooLarge))));
+      this.respondOrDrop(message, encoder.encode(JSON.stringify(this.answeredHere(tooLarge, 'a forwarded API call\'s answer is larger than NATS max_payload'))));
       return;
     }
     this.respondOrDrop(message, payload);

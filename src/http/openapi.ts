@@ -81,8 +81,8 @@ const ERROR_DESCRIPTIONS: Record<number, Answer> = {
   415: { description: '`unsupported_media_type`: send `content-type: application/json`.' },
   429: { description: '`rate_limited`: more than HOOKLINE_RATE_LIMIT requests per second for this project.', headers: retryAfter },
   500: { description: '`internal_error`; the server log has the details, in the line whose `reqId` the message and `details[0].reqId` name.' },
-  502: { description: '`answer_too_large` (cluster mode): the owning node\'s answer is over NATS max_payload on its way to the node called; ask for a smaller page (`limit`) or call the owning node.' },
-  503: { description: '`overloaded`, `storage_full`, `shutting_down`, `storage_unavailable` or `partition_moving`; nothing was changed. Send again after Retry-After.', headers: retryAfter },
+  502: { description: '`answer_too_large` (cluster mode): the owning node\'s answer is over NATS max_payload on its way to the node called; ask for a smaller page (`limit`) or call the owning node. The owning node\'s log has it under the `reqId` that `details[0].reqId` names.' },
+  503: { description: '`overloaded`, `storage_full`, `shutting_down`, `storage_unavailable` or `partition_moving`; nothing was changed. Send again after Retry-After. `details[0].reqId` names the request (for `storage_unavailable`, the server log\'s line with the cause).', headers: retryAfter },
 };
 
 const deliveryIdPath = '/v1/logs/webhook-deliveries/{id}';

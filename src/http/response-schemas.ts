@@ -28,7 +28,7 @@ export const errorResponse = z
     error: z.strictObject({
       code: z.enum([...new Set(Object.values(ERROR_CODES).map((entry) => entry.apiCode))] as [string, ...string[]]),
       message: z.string(),
-      details: z.array(z.looseObject({ path: z.string().optional(), message: z.string() })).describe('Each problem, with where it is (`body.eventTypes.0`) for validation errors; may be empty.'),
+      details: z.array(z.looseObject({ path: z.string().optional(), message: z.string(), reqId: z.string().optional() })).describe('Each problem, with where it is (`body.eventTypes.0`) for validation errors; may be empty. A 5xx answer\'s first names the request id (`reqId`).'),
     }),
   })
   .describe('Every error answer. `code` is stable; branch on it, not on `message`.');

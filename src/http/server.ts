@@ -1,11 +1,12 @@
 import Fastify, { LogController } from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Engine } from '../actors/engine.js';
-import { DEFAULT_RETRY_AFTER_SECONDS, HooklineError, internalError, isHooklineError } from '../errors.js';
+import { DEFAULT_RETRY_AFTER_SECONDS, HooklineError } from '../errors.js';
 import { FORWARDED_HEADER } from '../cluster/rpc.js';
 import type { ForwardedReply, ForwardedRequest } from '../cluster/rpc.js';
 import type { EmbeddedTransport } from '../transport/embedded.js';
 import { answerClientError } from './client-error.js';
+import { answerError, toHooklineError } from './error-answer.js';
 import { noRouteError } from './no-route.js';
 import { ProjectRateLimiter } from './rate-limit.js';
 import { requestIdGenerator } from './request-ids.js';
@@ -59,31 +60,6 @@ declare module 'fastify' {
   }
 }
 
-/** Fastify's own error codes that are the client's fault, mapped to ours. */
-const FASTIFY_ERRORS: Record<string, HooklineError['code']> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: 'HOOKLINE_ERR_PAYLOAD_TOO_LARGE',
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'HOOKLINE_ERR_UNSUPPORTED_MEDIA_TYPE',
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'HOOKLINE_ERR_VALIDATION',
-};
-
-function toHooklineError(error: unknown, requestId: string): HooklineError {
-  if (isHooklineError(error)) return error;
-  const fastifyCode = (error as { code?: string }).code;
-  const mapped = fastifyCode ? FASTIFY_ERRORS[fastifyCode] : undefined;
-  if (mapped) return new HooklineError(mapped, (error as Error).message, { cause: error });
-  if (error instanceof SyntaxError || (error as { statusCode?: number }).statusCode === 400) return new HooklineError('HOOKLINE_ERR_BAD_JSON', 'the body is not valid JSON', { cause: error });
-  return internalError(error, requestId);
-}
-
-/**
- * Whether the answer leaves the explanation to the server log: an unexpected failure (its answer says
- * "the server log has the details", whatever `retryable` says), or a 5xx that waiting will not fix.
- * A 503 the client is told to retry is its own explanation.
- */
-function needsServerLog(error: HooklineError): boolean {
-  return error.code === 'HOOKLINE_ERR_INTERNAL' || (error.status >= 500 && !error.retryable);
-}
-
 function bearerToken(request: FastifyRequest): string | null {
   const header = request.headers.authorization;
   if (typeof header !== 'string') return null;
@@ -119,8 +95,7 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
 
   app.setErrorHandler((error, request, reply) => {
     // An unknown route reads its body before the not-found handler runs: whatever the body, no such route.
-    const hooklineError = request.is404 ? noRouteError(request) : toHooklineError(error, request.id);
-    if (needsServerLog(hooklineError)) request.log.error({ err: error }, hooklineError.message);
+    const hooklineError = request.is404 ? noRouteError(request) : answerError(toHooklineError(error), request);
     const retryAfterSeconds = hooklineError.retryAfterSeconds ?? (hooklineError.status === 503 ? DEFAULT_RETRY_AFTER_SECONDS : undefined);
     if (retryAfterSeconds !== undefined) reply.header('retry-after', String(retryAfterSeconds));
     closeIfBodyUnread(request, reply);

@@ -207,6 +207,11 @@ export class HooklineStore {
     }));
   }
 
+  /** Drops a key revoked in the cluster directory from the mirror; false when it was not here. */
+  async forgetApiKey(apiKeyHash: string): Promise<boolean> {
+    return observed(this.apiKeys.remove(apiKeyHash));
+  }
+
   /** How many API keys open the project (a scan of every key: for start-up and tools, not requests). */
   apiKeyCount(projectId: string): number {
     return countProjectKeys(this.apiKeys, projectId);

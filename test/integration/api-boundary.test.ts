@@ -46,6 +46,62 @@ describe('unexpected failures', () => {
   });
 });
 
+describe('every 5xx answer names its request id', () => {
+  /** A Hookline whose log lines are kept, and whose event appends fail while `failing` (the changelog append of a cluster node, as in cluster-replication). */
+  async function hooklineWithLog(overrides: Parameters<typeof startTestHookline>[0] = {}) {
+    const lines: Array<Record<string, any>> = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const hookline = await startTestHookline(overrides, { logger });
+    const appends = { failing: false };
+    hookline.node.engine.store.replicator = {
+      async project() {},
+      async delivery() {},
+      async deliverySteps() {},
+      async webhook() {},
+      async event() {
+        if (appends.failing) throw new Error('changelog append timed out');
+      },
+    };
+    return { hookline, appends, errorLines: () => lines.filter((line) => line.level >= 50) };
+  }
+
+  it('503 storage_unavailable names the reqId of the line logged with its cause, as 500 does; a batch refused whole is logged once', async () => {
+    const { hookline, appends, errorLines } = await hooklineWithLog();
+    await hookline.client.configureWebhook({ callbackUrl: 'http://127.0.0.1:9/hook', status: 'paused', eventTypes: ALL_TYPES });
+    appends.failing = true;
+
+    const refused = await hookline.api('POST', '/v1/events', { body: sampleEvent() });
+    expectError(refused, 503, 'storage_unavailable');
+    expect(errorLines()).toHaveLength(1);
+    const { reqId } = errorLines()[0]!;
+    expect(errorLines()[0]).toMatchObject({ reqId: expect.stringMatching(/^[0-9a-f]{10}-\d+$/), err: { message: expect.stringContaining('changelog append timed out') } });
+    expect(refused.body.error.message).toBe(`the event could not be stored durably and was not accepted; send it again; the server log has the details under reqId ${reqId}`);
+    expect(refused.body.error.details).toEqual([{ message: `the line with "reqId":"${reqId}" in the server log has the details`, reqId }]);
+
+    const batch = await hookline.api('POST', '/v1/events/batch', { body: { events: [sampleEvent(), sampleEvent()] } });
+    expectError(batch, 503, 'storage_unavailable');
+    expect(errorLines()).toHaveLength(2);
+    expect(batch.body.error.details[0].reqId).toBe(errorLines()[1]!.reqId);
+    expect(batch.body.error.details[0].reqId).not.toBe(reqId);
+    await hookline.close();
+  });
+
+  it('a back-pressure 503 (overloaded) names its reqId too, and is not logged per request', async () => {
+    const { hookline, errorLines } = await hooklineWithLog({ maxLiveDeliveries: 1 });
+    await hookline.client.configureWebhook({ callbackUrl: 'http://127.0.0.1:9/hook', status: 'paused', eventTypes: ALL_TYPES });
+    expect((await hookline.api('POST', '/v1/events', { body: sampleEvent() })).status).toBe(202);
+
+    const refused = await hookline.api('POST', '/v1/events', { body: sampleEvent() });
+    expectError(refused, 503, 'overloaded');
+    const reqId = refused.body.error.details[0]?.reqId as string;
+    expect(reqId).toMatch(/^[0-9a-f]{10}-\d+$/);
+    expect(refused.body.error.message).toMatch(new RegExp(`HOOKLINE_MAX_LIVE_DELIVERIES.* \\(reqId ${reqId}\\)$`));
+    expect(refused.body.error.details).toEqual([{ message: 'the id of this request; a refusal to retry is not logged per request in the server log', reqId }]);
+    expect(errorLines()).toEqual([]);
+    await hookline.close();
+  });
+});
+
 /** Bodies a route would refuse once read: each must lose to the key check or to the missing route. */
 const BAD_BODIES = [
   ['malformed JSON', { body: '{bad' }],

@@ -1,7 +1,8 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { IngestResult } from '../../actors/project-actor.js';
-import { HooklineError, internalError, isHooklineError } from '../../errors.js';
+import { HooklineError } from '../../errors.js';
 import { eventInputSchema, type EventInput } from '../../transport/event-input.js';
+import { answerError, toHooklineError } from '../error-answer.js';
 import type { ProjectRateLimiter } from '../rate-limit.js';
 import { queryEvents } from '../../store/event-query.js';
 import { presentStoredEvent } from '../present.js';
@@ -43,7 +44,7 @@ export function registerEventRoutes(app: FastifyInstance, { engine, embedded }: 
         inputs.push(parseInput(eventInputSchema, raw, 'body', ['events', index]));
         positions.push(index);
       } catch (error) {
-        errors[index] = asHooklineError(error, request);
+        errors[index] = toHooklineError(error);
       }
     });
     const outcomes = inputs.length > 0 ? await embedded.submitBatch(request.projectId, inputs) : [];
@@ -51,16 +52,17 @@ export function registerEventRoutes(app: FastifyInstance, { engine, embedded }: 
     const data: BatchItem[] = new Array(events.length);
     outcomes.forEach((outcome, k) => {
       if (outcome.status === 'fulfilled') data[positions[k]!] = accepted(outcome.value);
-      else errors[positions[k]!] = asHooklineError(outcome.reason, request);
+      else errors[positions[k]!] = toHooklineError(outcome.reason);
     });
-    // Nothing stored, all for a reason on this side (the commit failed): answered as one event would be.
+    // Nothing stored, all for a reason on this side (the commit failed): answered as one event
+    // would be, by the error handler (logged there once, not once per event).
     const firstError = errors[0];
     if (firstError && firstError.status === 503 && errors.every((error) => error?.status === 503)) throw firstError;
     let allAccepted = true;
     errors.forEach((error, index) => {
       if (!error) return;
       allAccepted = false;
-      data[index] = { status: error.status, ...error.toJSON() };
+      data[index] = { status: error.status, ...answerError(error, request, `batch ingest failed for event ${index}`).toJSON() };
     });
     return reply.status(allAccepted ? 202 : 207).send({ data } satisfies EventBatchResponse);
   });
@@ -97,11 +99,4 @@ function refuseOversizedEvent(raw: unknown, index: number, maxBodyBytes: number)
   if (bytes <= maxBodyBytes) return;
   const message = `event ${index} is ${bytes} bytes, over the ${maxBodyBytes} bytes one event may take (HOOKLINE_MAX_BODY)`;
   throw new HooklineError('HOOKLINE_ERR_PAYLOAD_TOO_LARGE', message, { details: [{ path: `body.events.${index}`, message }] });
-}
-
-/** A refusal as its coded error; anything else is an internal error, logged like the error handler does. */
-function asHooklineError(error: unknown, request: FastifyRequest): HooklineError {
-  if (isHooklineError(error)) return error;
-  request.log.error({ err: error }, 'batch ingest failed for one event');
-  return internalError(error, request.id);
 }
