@@ -70,7 +70,7 @@ describe('recovery limits in a cluster', () => {
       expect(answer.status, `${path}: ${text}`).toBe(503);
       expect(JSON.parse(text).error.code).toBe('overloaded');
       expect(Number(answer.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-      if (path.endsWith('redrive')) expect(JSON.parse(text).error.details).toEqual([expect.objectContaining({ wouldRedrive: 1, room: 0 })]);
+      if (path.endsWith('redrive')) expect(JSON.parse(text).error.details).toEqual([expect.objectContaining({ reqId: expect.any(String) }), expect.objectContaining({ wouldRedrive: 1, room: 0 })]);
     }
     expect(await (await api('/v1/logs/webhook-deliveries/redrive', { dryRun: true })).json()).toEqual({ redriven: 0, wouldRedrive: 1, fits: false });
     expect((await viaOwner.getDelivery(dead.deliveryId!)).status).toBe('dead_lettered');

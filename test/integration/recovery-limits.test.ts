@@ -56,7 +56,7 @@ describe('recovery under HOOKLINE_MAX_LIVE_DELIVERIES', () => {
     const whole = await hookline.api('POST', REDRIVE, { body: {} });
     expectRefused(whole, 'overloaded');
     expect(whole.body.error.message).toMatch(/would start 3 dead letters.*room for 1 more.*HOOKLINE_MAX_LIVE_DELIVERIES.*nothing was redriven.*since, until or eventType/);
-    expect(whole.body.error.details).toEqual([expect.objectContaining({ wouldRedrive: 3, room: 1 })]);
+    expect(whole.body.error.details).toEqual([expect.objectContaining({ reqId: expect.any(String) }), expect.objectContaining({ wouldRedrive: 3, room: 1 })]);
     expect(await statuses(hookline, dead)).toEqual(['dead_lettered', 'dead_lettered', 'dead_lettered']);
     expect(await liveDeliveries(hookline)).toBe(2);
 
