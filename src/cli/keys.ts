@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { Engine, hashApiKey } from '../actors/engine.js';
-import { directoryBucket, openDirectory, revokeDirectoryKey } from '../cluster/key-directory.js';
+import type { KV } from '@nats-io/kv';
+import { Engine, generateApiKey, hashApiKey } from '../actors/engine.js';
+import { addDirectoryKey, directoryBucket, openDirectory, revokeDirectoryKey } from '../cluster/key-directory.js';
 import { settingsFromEnvironment } from '../config/settings.js';
 import { isoTime } from '../iso-time.js';
 import { counted } from '../plural.js';
@@ -16,13 +17,18 @@ import type { CliCommand } from './command.js';
 import type { CliIo } from './io.js';
 import { processIo } from './io.js';
 
-const HELP = `Usage: hookline keys create --project NAME
+const HELP = `Usage: hookline keys create --project NAME [--cluster]
        hookline keys list [--data-dir DIR]
        hookline keys revoke (--key-stdin | --key KEY) [--force] [--data-dir DIR | --cluster]
 
 create  creates an API key for project NAME in HOOKLINE_DATA_DIR (./data), creating the project if it
         does not exist, and prints the key once (only its hash is stored). Run it while the service
         is stopped, or use POST /admin/v1/projects on a running service.
+        --cluster adds a key to an existing project of a cluster instead: NAME is then the id
+        (prj_…) of a project in the cluster's directory (an unknown one exits 1; POST
+        /admin/v1/projects on a node creates projects), and every node accepts the key at once.
+        With revoke --cluster it replaces a key without a gap: create a key, move the clients to
+        it, revoke the old one.
 list    lists the projects in the data directory (default HOOKLINE_DATA_DIR, else ./data): id, name,
         when it was created and how many API keys it has. Keys are stored as hashes, so no key can
         be shown again; create a new one if it is lost. Read-only: works beside a running service.
@@ -34,17 +40,31 @@ revoke  deletes an API key from the data directory (default HOOKLINE_DATA_DIR, e
         --key KEY takes it as an argument. An unknown key exits 1. A project's last key is kept
         (exit 1) unless --force: the project would then answer 401 to everything until
         "hookline keys create --project ID" (with the service stopped) gives it a new key.
-        --cluster (the default when HOOKLINE_CLUSTER=1, as for serve) revokes the key in a cluster
-        instead: it deletes it from the cluster's directory (KV bucket <HOOKLINE_NATS_STREAM>_directory)
-        over the HOOKLINE_NATS_* settings the nodes use, and every node refuses it once its watch of
-        the directory brings the deletion (within milliseconds). Run it where the nodes' settings
-        are, e.g. docker compose exec -T on a node.`;
+        --cluster revokes the key in a cluster instead: it deletes it from the cluster's directory,
+        and every node refuses it once its watch of the directory brings the deletion (within
+        milliseconds).
+
+--cluster is the default when HOOKLINE_CLUSTER=1, as for serve. It works on the cluster's directory
+(KV bucket <HOOKLINE_NATS_STREAM>_directory) over the HOOKLINE_NATS_* settings the nodes use, with
+no node running needed: run it where the nodes' settings are, e.g. docker compose exec -T on a node.`;
 
 const PROJECT = z.string({ error: 'is required: --project NAME (1-64 of A-Z a-z 0-9 _ -)' }).regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 _ -');
 
-const CREATE_SCHEMA = z.object({ project: PROJECT, positionals: NO_POSITIONALS });
+/** `--cluster`: on by default where the nodes' own environment (HOOKLINE_CLUSTER=1) is. */
+function clusterFlag(io: CliIo) {
+  return z.boolean().default(io.env.HOOKLINE_CLUSTER === '1');
+}
 
-async function create(io: CliIo, { project }: z.output<typeof CREATE_SCHEMA>): Promise<number> {
+function createSchema(io: CliIo) {
+  return z.object({ project: PROJECT, cluster: clusterFlag(io), positionals: NO_POSITIONALS });
+}
+
+function printKey(io: CliIo, project: string, apiKey: string): void {
+  io.stdout.write(`API key for project "${project}" (shown once): ${apiKey}\n`);
+}
+
+async function create(io: CliIo, { project, cluster }: z.output<ReturnType<typeof createSchema>>): Promise<number> {
+  if (cluster) return createInCluster(io, project);
   const settings = settingsFromEnvironment(io.env);
   // A writer like the server: it owns the directory while it writes (refused while a server runs).
   const dataDir = claimDataDir(settings.dataDir);
@@ -52,7 +72,7 @@ async function create(io: CliIo, { project }: z.output<typeof CREATE_SCHEMA>): P
     const engine = await Engine.start({ settings });
     try {
       const apiKey = engine.store.getProject(project) ? await engine.addApiKey(project) : (await engine.createProject(project, undefined, project)).apiKey;
-      io.stdout.write(`API key for project "${project}" (shown once): ${apiKey}\n`);
+      printKey(io, project, apiKey);
       return 0;
     } finally {
       await engine.stop(0);
@@ -60,6 +80,24 @@ async function create(io: CliIo, { project }: z.output<typeof CREATE_SCHEMA>): P
   } finally {
     dataDir.release();
   }
+}
+
+async function createInCluster(io: CliIo, projectId: string): Promise<number> {
+  const apiKey = generateApiKey();
+  let directory: ClusterDirectory;
+  try {
+    directory = clusterDirectory(io);
+    const addition = await directory.use((kv) => addDirectoryKey(kv, projectId, hashApiKey(apiKey)));
+    if (addition.outcome === 'unknown_project') {
+      io.stderr.write(`hookline keys create: no project "${projectId}" ${directory.where}: --project takes the id of an existing project (prj_…); POST /admin/v1/projects on a node creates one, with its first key\n`);
+      return 1;
+    }
+  } catch (error) {
+    io.stderr.write(`hookline keys create: ${(error as Error).message}\n`);
+    return 1;
+  }
+  printKey(io, projectId, apiKey);
+  return 0;
 }
 
 function listSchema(io: CliIo) {
@@ -72,7 +110,7 @@ function revokeSchema(io: CliIo) {
       key: z.string().min(1, 'must not be empty').optional(),
       'key-stdin': z.boolean().default(false),
       force: z.boolean().default(false),
-      cluster: z.boolean().default(io.env.HOOKLINE_CLUSTER === '1'),
+      cluster: clusterFlag(io),
       'data-dir': z.string().min(1, 'must name a directory').optional(),
       positionals: NO_POSITIONALS,
     })
@@ -100,20 +138,36 @@ function dataDirTarget(dataDir: string): RevocationTarget {
   };
 }
 
-function clusterTarget(io: CliIo): RevocationTarget {
+/** A cluster's directory, reached as the nodes reach it. */
+interface ClusterDirectory {
+  /** "in the cluster's directory (KV … on …)": what the messages say was looked up. */
+  where: string;
+  /** Runs `action` on the directory over a connection of its own, closed after. */
+  use<T>(action: (directory: KV) => Promise<T>): Promise<T>;
+}
+
+function clusterDirectory(io: CliIo): ClusterDirectory {
   // The nodes' own settings, read as serve --cluster reads them (HOOKLINE_NATS_URL is required).
   const settings = settingsFromEnvironment({ ...io.env, HOOKLINE_CLUSTER: '1' });
   return {
     where: `in the cluster's directory (KV ${directoryBucket(settings.natsStream)} on ${maskedNatsUrl(settings.natsUrl!)})`,
-    unknownHint: "is another cluster's (check HOOKLINE_NATS_URL and HOOKLINE_NATS_STREAM)",
-    async revoke(apiKeyHash, allowLastKey) {
+    async use(action) {
       const connection = await connectNats(natsAccess(settings), { timeout: 3000, reconnect: false });
       try {
-        return await revokeDirectoryKey(await openDirectory(connection, settings.natsStream), apiKeyHash, { allowLastKey });
+        return await action(await openDirectory(connection, settings.natsStream));
       } finally {
         await connection.close();
       }
     },
+  };
+}
+
+function clusterTarget(io: CliIo): RevocationTarget {
+  const directory = clusterDirectory(io);
+  return {
+    where: directory.where,
+    unknownHint: "is another cluster's (check HOOKLINE_NATS_URL and HOOKLINE_NATS_STREAM)",
+    revoke: (apiKeyHash, allowLastKey) => directory.use((kv) => revokeDirectoryKey(kv, apiKeyHash, { allowLastKey })),
   };
 }
 
@@ -135,11 +189,11 @@ async function revoke(io: CliIo, options: z.output<ReturnType<typeof revokeSchem
   }
   const { projectId } = revocation;
   if (revocation.outcome === 'last_key') {
-    const replace = options.cluster ? '' : `stop the service, run hookline keys create --project ${projectId} and revoke this one after, or `;
+    const replace = options.cluster ? `run hookline keys create --project ${projectId} --cluster, move the clients to the new key and revoke this one after, or ` : `stop the service, run hookline keys create --project ${projectId} and revoke this one after, or `;
     io.stderr.write(`hookline keys revoke: that is the last key of project "${projectId}": ${replace}pass --force to leave the project without a key\n`);
     return 1;
   }
-  const noKey = options.cluster ? 'it has no key now' : `it has no key now (hookline keys create --project ${projectId}, with the service stopped, makes one)`;
+  const noKey = `it has no key now (hookline keys create --project ${projectId}${options.cluster ? ' --cluster' : ', with the service stopped,'} makes one)`;
   const left = revocation.keysLeft === 0 ? noKey : `${counted(revocation.keysLeft, 'key')} left`;
   io.stdout.write(`revoked a key of project "${projectId}"${options.cluster ? ` ${target.where}` : ''}; ${left}\n`);
   // ensureDefaultProject adds HOOKLINE_API_KEY back at the next start.
@@ -173,7 +227,7 @@ async function list(io: CliIo, dataDir: string): Promise<number> {
 export function createKeysCommand(io: CliIo = processIo()): CliCommand {
   const command = { name: 'keys', help: HELP };
   return commandWithHelp(io, command, async ([subcommand, ...rest]) => {
-    if (subcommand === 'create') return runParsed(io, 'keys create', rest, { project: { type: 'string' } }, CREATE_SCHEMA, (options) => create(io, options));
+    if (subcommand === 'create') return runParsed(io, 'keys create', rest, { project: { type: 'string' }, cluster: { type: 'boolean' } }, createSchema(io), (options) => create(io, options));
     if (subcommand === 'list') return runParsed(io, 'keys list', rest, { 'data-dir': { type: 'string' } }, listSchema(io), (options) => list(io, options['data-dir']));
     if (subcommand === 'revoke') {
       const flags = { key: { type: 'string' }, 'key-stdin': { type: 'boolean' }, force: { type: 'boolean' }, cluster: { type: 'boolean' }, 'data-dir': { type: 'string' } } as const;

@@ -21,7 +21,7 @@ import type { EventSink } from '../transport/types.js';
 import { PartitionChangelog, type ChangelogRecord } from './changelog.js';
 import { ClusterCoordinator } from './coordinator.js';
 import { partitionFlowControl } from './flow-control.js';
-import { apiKeyHashOfEntry, directoryBucket, directoryKeyEntry } from './key-directory.js';
+import { apiKeyHashOfEntry, directoryBucket, directoryKeyEntry, directoryProjectEntry, projectIdOfEntry } from './key-directory.js';
 import type { PartitionHost } from './coordinator.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import type { ForwardedReply, ForwardedRequest } from './rpc.js';
@@ -258,7 +258,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
 
   private async applyDirectoryEntry(key: string, value: string): Promise<void> {
     const store = this.engine.store;
-    if (key.startsWith('project.')) {
+    if (projectIdOfEntry(key) !== null) {
       const project = JSON.parse(value) as ProjectRecord;
       await store.mirrorDirectory(project, null, project.id);
     } else {
@@ -280,7 +280,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   /** Makes sure a project another node just created is mirrored here (the watch may lag); false if there is none. */
   private async mirrorProject(projectId: string): Promise<boolean> {
     if (this.engine.store.getProject(projectId)) return true;
-    const entry = await this.directory.get(`project.${projectId}`);
+    const entry = await this.directory.get(directoryProjectEntry(projectId));
     if (!entry || entry.operation !== 'PUT' || entry.value.length === 0) return false;
     await this.applyDirectoryEntry(entry.key, decoder.decode(entry.value));
     return true;
@@ -301,7 +301,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   }
 
   async project(record: ProjectRecord, apiKeyHash: string | null): Promise<void> {
-    await this.directory.put(`project.${record.id}`, encoder.encode(JSON.stringify(record)));
+    await this.directory.put(directoryProjectEntry(record.id), encoder.encode(JSON.stringify(record)));
     if (apiKeyHash) await this.directory.put(directoryKeyEntry(apiKeyHash), encoder.encode(record.id));
   }
 

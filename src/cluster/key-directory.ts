@@ -1,7 +1,8 @@
 /**
  * API keys in a cluster's directory, the KV bucket `<stream>_directory` every node mirrors: one
- * entry `key.<sha256 hex of the key>` per key, its value the project id. A node learns of a key
- * deleted here through its watch of the bucket and drops it from its mirror (`ClusterNode`).
+ * entry `project.<id>` per project (its record as JSON) and one entry `key.<sha256 hex of the key>`
+ * per key, its value the project id. A node learns of a key added or deleted here through its watch
+ * of the bucket and mirrors the change (`ClusterNode`).
  */
 import { JetStreamApiCodes, jetstreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
@@ -11,11 +12,23 @@ import { HooklineError } from '../errors.js';
 import type { KeyRevocation } from '../store/key-revocation.js';
 
 const KEY_PREFIX = 'key.';
+const PROJECT_PREFIX = 'project.';
 const decoder = new TextDecoder();
+const encoder = new TextEncoder();
 
 /** The directory bucket of the cluster whose events stream is `natsStream`. */
 export function directoryBucket(natsStream: string): string {
   return `${natsStream}_directory`;
+}
+
+/** The directory entry of a project, by its id; its value is the project's record (JSON). */
+export function directoryProjectEntry(projectId: string): string {
+  return `${PROJECT_PREFIX}${projectId}`;
+}
+
+/** The project id a directory entry names, or null when the entry is not a project's. */
+export function projectIdOfEntry(entry: string): string | null {
+  return entry.startsWith(PROJECT_PREFIX) ? entry.slice(PROJECT_PREFIX.length) : null;
 }
 
 /** The directory entry of an API key, by the key's SHA-256 hash. */
@@ -72,4 +85,20 @@ export async function revokeDirectoryKey(directory: KV, apiKeyHash: string, { al
   if (keys <= 1 && !allowLastKey) return { outcome: 'last_key', projectId };
   await directory.delete(entryName, { previousSeq: entry.revision });
   return { outcome: 'revoked', projectId, keysLeft: Math.max(0, keys - 1) };
+}
+
+export type DirectoryKeyAddition = { readonly outcome: 'added' } | { readonly outcome: 'unknown_project' };
+
+/**
+ * Adds the key whose SHA-256 hash is `apiKeyHash` to the directory's project `projectId`, which must
+ * exist there. Every node mirrors it through its watch, and authenticates it before that by reading
+ * the directory (`ClusterNode.authenticate`). The entry is created, never overwritten: a hash that
+ * is in the directory already stays with its project.
+ * @throws when the entry exists (the key is some project's already).
+ */
+export async function addDirectoryKey(directory: KV, projectId: string, apiKeyHash: string): Promise<DirectoryKeyAddition> {
+  const project = await directory.get(directoryProjectEntry(projectId));
+  if (!project || project.operation !== 'PUT' || project.value.length === 0) return { outcome: 'unknown_project' };
+  await directory.create(directoryKeyEntry(apiKeyHash), encoder.encode(projectId));
+  return { outcome: 'added' };
 }

@@ -50,7 +50,9 @@ describe('hookline keys revoke --cluster', () => {
       // The last key of a project is counted in the directory, and kept without --force.
       const last = captureIo(clusterEnv);
       expect(await runCli(['keys', 'revoke', '--key', acme.apiKey], last)).toBe(1);
-      expect(last.err()).toBe(`hookline keys revoke: that is the last key of project "${acme.projectId}": pass --force to leave the project without a key\n`);
+      expect(last.err()).toBe(
+        `hookline keys revoke: that is the last key of project "${acme.projectId}": run hookline keys create --project ${acme.projectId} --cluster, move the clients to the new key and revoke this one after, or pass --force to leave the project without a key\n`,
+      );
       expect(await status(cluster, nodeB, acme.apiKey, true)).toBe(200);
 
       const mixed = captureIo(clusterEnv);
@@ -63,7 +65,7 @@ describe('hookline keys revoke --cluster', () => {
       const { HOOKLINE_CLUSTER: _, ...withoutClusterVariable } = clusterEnv;
       const forced = captureIo(withoutClusterVariable);
       expect(await runCli(['keys', 'revoke', '--cluster', '--force', '--key', acme.apiKey], forced), forced.err()).toBe(0);
-      expect(forced.out()).toBe(`revoked a key of project "${acme.projectId}" ${where}; it has no key now\n`);
+      expect(forced.out()).toBe(`revoked a key of project "${acme.projectId}" ${where}; it has no key now (hookline keys create --project ${acme.projectId} --cluster makes one)\n`);
       nodeB = await cluster.start('node-b', settingsB);
       await cluster.waitForOwnership(['node-b']);
       expect(await status(cluster, nodeB, acme.apiKey, true)).toBe(401);
