@@ -13,7 +13,7 @@ import { LifecycleDrain } from './lifecycle-drain.js';
 import { LiveIndex } from './live-index.js';
 import type { LiveDelivery } from './live-delivery.js';
 import { NO_STEPS, identityOf, liveFromHead } from './live-delivery.js';
-import { decideRetry } from './retry-policy.js';
+import { decideRetry, unrecordedStartWaitMs } from './retry-policy.js';
 import { projectOfStoreId } from './operational-events.js';
 import type { OperationalNotify } from './operational-events.js';
 import { ReadyLine } from './ready-line.js';
@@ -33,17 +33,6 @@ import { ReadyLine } from './ready-line.js';
  */
 
 const HTTP_GONE = 410;
-
-/**
- * Wait before an attempt whose start could not be recorded (cluster: its changelog append failed)
- * is made again: doubled for each such start in a row, reset once one is recorded. Appends that
- * fail fast while the lease is held (a full stream, say) otherwise restart it at once, each pass
- * two transitions and a commit. 100 ms keeps a blip (a JetStream leader change) cheap; 5 s bounds
- * a long failure to a pass per 5 s and resumes within that once appends work. No jitter: the
- * project's restarts land in one changelog batch, which spreading them would split.
- */
-const UNRECORDED_START_RETRY_MIN_MS = 100;
-const UNRECORDED_START_RETRY_MAX_MS = 5_000;
 
 export class DeliveryLifecycle {
   private readonly live = new LiveIndex<LiveDelivery>();
@@ -194,7 +183,7 @@ export class DeliveryLifecycle {
   private notSent(delivery: LiveDelivery, stillHeld: boolean): void {
     this.attempting.delete(delivery);
     if (stillHeld && delivery.status === 'delivering') {
-      const waitMs = Math.min(UNRECORDED_START_RETRY_MAX_MS, UNRECORDED_START_RETRY_MIN_MS * 2 ** this.unrecordedStarts);
+      const waitMs = unrecordedStartWaitMs(this.unrecordedStarts);
       this.unrecordedStarts++;
       this.step(delivery, 'ATTEMPT_INTERRUPTED', this.deps.clock.now() + waitMs);
     }
