@@ -9,20 +9,21 @@ import type { ProjectActorDeps, WebhookHolder } from './actor-deps.js';
 import { AttemptRequests } from './attempt-request.js';
 import { DeliveryWriter } from './delivery-writer.js';
 import { endpointHealthAfter } from './endpoint-health.js';
-import { FifoQueue } from './fifo-queue.js';
+import { LifecycleDrain } from './lifecycle-drain.js';
 import { LiveIndex } from './live-index.js';
-import { lineHead } from './ordered-line.js';
 import type { LiveDelivery } from './live-delivery.js';
 import { NO_STEPS, identityOf, liveFromHead } from './live-delivery.js';
-import { decideRetry } from './retry-policy.js';
+import { decideRetry, unrecordedStartWaitMs } from './retry-policy.js';
 import { projectOfStoreId } from './operational-events.js';
 import type { OperationalNotify } from './operational-events.js';
+import { ReadyLine } from './ready-line.js';
 
 /**
- * The lifecycle of one project's live deliveries: due times, the ready queue, attempts under the
- * endpoint's concurrency cap, machine steps and their effects, and the writes behind them. The
- * project's actor (`ProjectActor`) owns one and brings deliveries to it (ingest, restart, retry,
- * redrive, replay).
+ * The lifecycle of one project's live deliveries: due times, attempts under the endpoint's
+ * concurrency cap, machine steps and their effects, and the writes behind them. Which due delivery
+ * goes next is the ready line's (ready-line.ts); what a drain waits for, the drain's
+ * (lifecycle-drain.ts). The project's actor (`ProjectActor`) owns one and brings deliveries to it
+ * (ingest, restart, retry, redrive, replay).
  *
  * A live delivery moves on the compiled delivery table (the XState machine, without its per-step
  * cost). The table names effects (`scheduleRetry`, `makeDueNow`, `startRound`, `recordDeadLetter`);
@@ -33,39 +34,14 @@ import type { OperationalNotify } from './operational-events.js';
 
 const HTTP_GONE = 410;
 
-/**
- * Wait before an attempt whose start could not be recorded (cluster: its changelog append failed)
- * is made again: doubled for each such start in a row, reset once one is recorded. Appends that
- * fail fast while the lease is held (a full stream, say) otherwise restart it at once, each pass
- * two transitions and a commit. 100 ms keeps a blip (a JetStream leader change) cheap; 5 s bounds
- * a long failure to a pass per 5 s and resumes within that once appends work. No jitter: the
- * project's restarts land in one changelog batch, which spreading them would split.
- */
-const UNRECORDED_START_RETRY_MIN_MS = 100;
-const UNRECORDED_START_RETRY_MAX_MS = 5_000;
-
 export class DeliveryLifecycle {
   private readonly live = new LiveIndex<LiveDelivery>();
-  /** Due deliveries in the order they became due (unordered delivery only). */
-  private ready = new FifoQueue<LiveDelivery>();
-  /** `fifo`: only the head of the line (ordered-line.ts) is attempted, alone; `ready` is unused. */
-  private ordering: 'unordered' | 'fifo';
-  /** Deliveries were resumed from LMDB (in status order): the line is put in ingest order before its head is taken. */
-  private lineUnsorted = false;
-  private lineSortQueued = false;
+  private readonly line: ReadyLine;
   /** Deliveries whose attempt is in flight. */
   private readonly attempting = new Set<LiveDelivery>();
-  /**
-   * Store writes (and their replication) not yet settled; a drain waits until none is left. A count,
-   * not a `Set` of the promises: with thousands in flight the set grew and shrank again and again,
-   * and V8 reallocates a large set's table each time (1.2% of a node's CPU, mostly page faults).
-   */
-  private pendingWrites = 0;
-  private writesSettledWaiters: Array<() => void> = [];
-  private draining = false;
-  private idleWaiters: Array<() => void> = [];
   private readonly requests = new AttemptRequests();
   private readonly writer: DeliveryWriter;
+  private readonly drainer: LifecycleDrain;
   /** Starts that could not be recorded since the last one that was (the restart's backoff). */
   private unrecordedStarts = 0;
 
@@ -75,7 +51,9 @@ export class DeliveryLifecycle {
     private readonly config: WebhookHolder,
   ) {
     this.writer = new DeliveryWriter(projectId, deps.store, deps.clock, (delivery) => this.written(delivery));
-    this.ordering = config.webhook()?.ordering ?? 'unordered';
+    this.line = new ReadyLine(this.live, config.webhook()?.ordering ?? 'unordered', () => this.pump());
+    // Out of time (steps still failing to commit): stop writing before the store closes.
+    this.drainer = new LifecycleDrain(this.attempting, () => this.writer.abandon());
   }
 
   get liveCount(): number {
@@ -88,11 +66,11 @@ export class DeliveryLifecycle {
   }
 
   get readyCount(): number {
-    return this.ready.length;
+    return this.line.length;
   }
 
   get isDraining(): boolean {
-    return this.draining;
+    return this.drainer.isDraining;
   }
 
   get(deliveryId: string): LiveDelivery | undefined {
@@ -115,13 +93,7 @@ export class DeliveryLifecycle {
   /** The configuration changed: signing keys are derived again, held attempts may start. */
   configurationChanged(): void {
     this.requests.forgetKeys();
-    const ordering = this.config.webhook()?.ordering ?? 'unordered';
-    if (ordering !== this.ordering) {
-      this.ordering = ordering;
-      // Due deliveries keep `queued`: the line reads it at its head; back to unordered, they queue in line order.
-      this.ready = new FifoQueue<LiveDelivery>();
-      if (ordering === 'unordered') for (const delivery of this.live.values()) if (delivery.queued) this.ready.push(delivery);
-    }
+    this.line.setOrdering(this.config.webhook()?.ordering ?? 'unordered');
     this.pump();
   }
 
@@ -135,7 +107,7 @@ export class DeliveryLifecycle {
 
   /** Takes a delivery resumed from LMDB at start into memory (see `admit`); cheapest in ascending id order. */
   resume(delivery: LiveDelivery): LiveDelivery {
-    this.lineUnsorted = true;
+    this.line.resumed();
     this.hold(delivery, true);
     this.scheduleOrQueue(delivery);
     return delivery;
@@ -157,42 +129,21 @@ export class DeliveryLifecycle {
   }
 
   private enqueue(delivery: LiveDelivery): void {
-    if (delivery.queued) return;
-    delivery.queued = true;
-    if (this.ordering === 'unordered') this.ready.push(delivery);
-    this.pump();
+    if (this.line.add(delivery)) this.pump();
   }
 
   /** Starts attempts while the endpoint is active and under its concurrency cap (one, the line's head, when ordered). */
   pump(): void {
-    if (this.config.webhook()?.state !== 'active' || this.draining || this.deps.mayAct?.() === false) return;
-    if (this.ordering === 'fifo') return this.pumpLine();
-    while (this.attempting.size < this.deps.endpointConcurrency && this.ready.length > 0) {
-      const delivery = this.ready.shift()!;
-      delivery.queued = false;
-      if (delivery.status === 'pending' || delivery.status === 'retrying') this.startAttempt(delivery);
-    }
-  }
-
-  private pumpLine(): void {
-    if (this.attempting.size > 0) return;
-    if (this.lineUnsorted) {
-      // Once, after every resumed delivery is in: a restart takes them in in one synchronous loop.
-      if (!this.lineSortQueued) {
-        this.lineSortQueued = true;
-        queueMicrotask(() => {
-          this.lineSortQueued = false;
-          this.lineUnsorted = false;
-          this.live.sortById();
-          this.pump();
-        });
-      }
+    if (this.config.webhook()?.state !== 'active' || this.drainer.isDraining || this.deps.mayAct?.() === false) return;
+    if (this.line.ordered) {
+      const head = this.attempting.size > 0 ? undefined : this.line.takeHead();
+      if (head) this.startAttempt(head);
       return;
     }
-    const head = lineHead(this.live);
-    if (!head?.queued) return;
-    head.queued = false;
-    this.startAttempt(head);
+    while (this.attempting.size < this.deps.endpointConcurrency && this.line.length > 0) {
+      const delivery = this.line.shift()!;
+      if (delivery.status === 'pending' || delivery.status === 'retrying') this.startAttempt(delivery);
+    }
   }
 
   private startAttempt(delivery: LiveDelivery): void {
@@ -232,16 +183,11 @@ export class DeliveryLifecycle {
   private notSent(delivery: LiveDelivery, stillHeld: boolean): void {
     this.attempting.delete(delivery);
     if (stillHeld && delivery.status === 'delivering') {
-      const waitMs = Math.min(UNRECORDED_START_RETRY_MAX_MS, UNRECORDED_START_RETRY_MIN_MS * 2 ** this.unrecordedStarts);
+      const waitMs = unrecordedStartWaitMs(this.unrecordedStarts);
       this.unrecordedStarts++;
       this.step(delivery, 'ATTEMPT_INTERRUPTED', this.deps.clock.now() + waitMs);
     }
-    this.wakeIfIdle();
-  }
-
-  /** No attempt in flight any more: a drain waiting for that goes on. */
-  private wakeIfIdle(): void {
-    if (this.attempting.size === 0 && this.idleWaiters.length > 0) for (const wake of this.idleWaiters.splice(0)) wake();
+    this.drainer.wakeIfIdle();
   }
 
   private send(delivery: LiveDelivery, webhook: WebhookRecord, envelope: Uint8Array, startedAt: number): void {
@@ -278,7 +224,7 @@ export class DeliveryLifecycle {
     };
     delivery.envelope = null;
     this.inBackground(this.apply(delivery, event, step, { attemptInfo: { attempt, outcome } }), delivery.id);
-    this.wakeIfIdle();
+    this.drainer.wakeIfIdle();
     this.pump();
   }
 
@@ -326,7 +272,7 @@ export class DeliveryLifecycle {
     if (delivery.unwritten === NO_STEPS) delivery.unwritten = [];
     const committed = new Promise<DeliveryChange>((resolve, reject) => delivery.unwritten.push({ change, waiter: { resolve: () => resolve(change), reject } }));
     const writing = this.writer.start(delivery);
-    if (writing) this.tracked(writing);
+    if (writing) this.drainer.tracked(writing);
     if (step.state === 'succeeded' || step.state === 'dead_lettered') (this.isOperational ? this.deps.metrics.operationalDeliveriesFinished : this.deps.metrics.deliveriesFinished).inc({ status: step.state });
     if (step.state === 'pending' || step.state === 'retrying') this.scheduleOrQueue(delivery);
     return committed;
@@ -421,35 +367,11 @@ export class DeliveryLifecycle {
 
   /** Counts a write until it settles, so that a drain waits for it. */
   tracked<T>(write: Promise<T>): Promise<T> {
-    this.pendingWrites++;
-    write.then(this.writeSettled, this.writeSettled);
-    return write;
+    return this.drainer.tracked(write);
   }
 
-  /** A tracked write settled: a drain waiting for the last one goes on. */
-  private readonly writeSettled = (): void => {
-    if (--this.pendingWrites === 0) for (const wake of this.writesSettledWaiters.splice(0)) wake();
-  };
-
-  /**
-   * Stops starting attempts and resolves when none is in flight and the changes already made are
-   * written (so a cluster node hands a partition on only after its last changes are replicated),
-   * or when the deadline passes.
-   */
+  /** Stops starting attempts; resolves once none is in flight and the tracked writes settled, or at the deadline (lifecycle-drain.ts). */
   drain(deadlineMs: number): Promise<void> {
-    this.draining = true;
-    if (this.attempting.size === 0 && this.pendingWrites === 0) return Promise.resolve();
-    const idle = new Promise<void>((resolve) => {
-      if (this.attempting.size === 0) resolve();
-      else this.idleWaiters.push(resolve);
-    });
-    const settled = idle.then(() => (this.pendingWrites === 0 ? undefined : new Promise<void>((resolve) => this.writesSettledWaiters.push(resolve))));
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<'late'>((resolve) => (timer = setTimeout(resolve, deadlineMs, 'late')));
-    return Promise.race([settled, deadline]).then((outcome) => {
-      clearTimeout(timer);
-      // Out of time (steps still failing to commit): stop writing before the store closes.
-      if (outcome === 'late') this.writer.abandon();
-    });
+    return this.drainer.drain(deadlineMs);
   }
 }

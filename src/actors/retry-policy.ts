@@ -69,6 +69,22 @@ export function decideRetry(input: RetryInput): RetryDecision {
   return { kind: 'retry', dueAt: now + delayMs, delayMs };
 }
 
+/**
+ * Wait before an attempt whose start could not be recorded (cluster: its changelog append failed)
+ * is made again: doubled for each such start in a row, reset once one is recorded. Appends that
+ * fail fast while the lease is held (a full stream, say) otherwise restart it at once, each pass
+ * two transitions and a commit. 100 ms keeps a blip (a JetStream leader change) cheap; 5 s bounds
+ * a long failure to a pass per 5 s and resumes within that once appends work. No jitter: the
+ * project's restarts land in one changelog batch, which spreading them would split.
+ */
+const UNRECORDED_START_RETRY_MIN_MS = 100;
+const UNRECORDED_START_RETRY_MAX_MS = 5_000;
+
+/** The wait before an attempt is made again after `unrecordedStarts` starts in a row could not be recorded. */
+export function unrecordedStartWaitMs(unrecordedStarts: number): number {
+  return Math.min(UNRECORDED_START_RETRY_MAX_MS, UNRECORDED_START_RETRY_MIN_MS * 2 ** unrecordedStarts);
+}
+
 function applyJitter(delayMs: number, random: () => number): number {
   if (delayMs === 0) {
     return 0;

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { RETRY_JITTER_RATIO, decideRetry, type RetryInput } from '../../src/actors/retry-policy.js';
+import { RETRY_JITTER_RATIO, decideRetry, unrecordedStartWaitMs, type RetryInput } from '../../src/actors/retry-policy.js';
 import { SVIX_RETRY_SCHEDULE_MS } from '../../src/config/duration.js';
 
 // Fixed seed: a failure reproduces exactly; fast-check prints the counterexample and path.
@@ -114,3 +114,9 @@ function seededRandom(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
   };
 }
+
+describe('unrecordedStartWaitMs', () => {
+  it('doubles from 100 ms for each unrecorded start in a row, up to 5 s', () => {
+    expect([0, 1, 2, 3, 4, 5, 6, 40].map(unrecordedStartWaitMs)).toEqual([100, 200, 400, 800, 1_600, 3_200, 5_000, 5_000]);
+  });
+});
