@@ -1,10 +1,10 @@
 /**
- * Two dashboard actions in a real browser (Debian's Chromium via playwright-core) against a real
- * node and receiver: picking the event to replay from the recent events, and sending a test event
- * from the webhook page.
+ * Dashboard actions in a real browser (Debian's Chromium via playwright-core) against a real node
+ * and receiver: picking the event to replay from the recent events, sending a test event from the
+ * webhook page, and a redrive that would not fit under HOOKLINE_MAX_LIVE_DELIVERIES.
  */
 import { describe, expect, it } from 'vitest';
-import { API_KEY, startTestHookline } from '../helpers/hookline.js';
+import { API_KEY, startTestHookline, waitForDeliveryStatus } from '../helpers/hookline.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { openPage, screenshot, signIn, useChromium, waitForRows } from './browser.js';
@@ -80,6 +80,25 @@ describe('dashboard actions (headless Chromium)', () => {
     await detail.waitFor();
     await detail.locator('.badge.status-succeeded').first().waitFor();
     expect(await detail.innerText()).toContain('service.trigger.event');
+    expect(problems).toEqual([]);
+  });
+
+  it('says when the dead letters a redrive would start do not fit under HOOKLINE_MAX_LIVE_DELIVERIES, and keeps its button off', { timeout: 60_000 }, async () => {
+    const hookline = await startTestHookline({ maxLiveDeliveries: 2 });
+    const receiver = await startReceiver({ respond: () => ({ status: 500 }) });
+    await hookline.client.configureWebhook({ callbackUrl: receiver.url, status: 'active', eventTypes: ['service.trigger.event'] });
+    for (const n of [1, 2, 3]) {
+      const sent = await hookline.client.sendEvent({ type: 'service.trigger.event', data: { n } });
+      await waitForDeliveryStatus(hookline.client, sent.deliveryId!, 'dead_lettered');
+    }
+
+    const { page, problems } = await openPage(browser());
+    await signIn(page, hookline.url, API_KEY);
+    await page.getByRole('link', { name: 'Dead letters' }).click();
+    const preview = page.locator('p.preview[data-preview="3"]');
+    await preview.waitFor();
+    expect(await preview.innerText()).toContain('more than the node has room for now (HOOKLINE_MAX_LIVE_DELIVERIES)');
+    expect(await page.getByRole('button', { name: 'Redrive 3 dead letters…' }).isDisabled()).toBe(true);
     expect(problems).toEqual([]);
   });
 });
