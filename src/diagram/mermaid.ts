@@ -7,6 +7,8 @@ export interface PathHighlight {
   readonly visited: ReadonlyMap<string, number>;
   /** How often each edge of `graph.edges` was taken (by identity). */
   readonly taken: ReadonlyMap<GraphEdge, number>;
+  /** How often the path entered the initial state from `[*]` (the delivery's creation). */
+  readonly created: number;
 }
 
 const INDENT = '    ';
@@ -18,7 +20,7 @@ const INDENT = '    ';
  */
 export function renderMermaid(graph: MachineGraph, highlight?: PathHighlight): string {
   const lines = ['stateDiagram-v2', `${INDENT}%% ${graph.title}: generated from the machine definition by \`hookline diagram\``];
-  lines.push(`${INDENT}[*] --> ${graph.initial}`);
+  lines.push(`${INDENT}[*] --> ${graph.initial}${highlight?.created ? ` ×${highlight.created}` : ''}`);
   for (const edge of graph.edges) {
     const count = highlight?.taken.get(edge);
     lines.push(`${INDENT}${edge.from} --> ${edge.to}: ${edgeLabel(edge)}${count ? ` ×${count}` : ''}`);

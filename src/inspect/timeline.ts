@@ -41,11 +41,13 @@ export function matchPath(graph: MachineGraph, detail: Pick<DeliveryDetail, 'tra
 export function pathHighlight(steps: readonly PathStep[]): PathHighlight {
   const visited = new Map<string, number>();
   const taken = new Map<GraphEdge, number>();
+  let created = 0;
   for (const step of steps) {
     visited.set(step.transition.to, (visited.get(step.transition.to) ?? 0) + 1);
     if (step.edge) taken.set(step.edge, (taken.get(step.edge) ?? 0) + 1);
+    if (step.transition.from === null && step.known) created++;
   }
-  return { visited, taken };
+  return { visited, taken, created };
 }
 
 function elapsed(ms: number): string {
@@ -69,7 +71,7 @@ function attemptText(attempt: AttemptLogEntry): string {
  */
 export function formatInspection(detail: DeliveryDetail, graph: MachineGraph): string {
   const steps = matchPath(graph, detail);
-  const { taken } = pathHighlight(steps);
+  const { taken, created } = pathHighlight(steps);
   const start = steps[0] ? Date.parse(steps[0].transition.at) : Date.parse(detail.createdAt);
 
   // Times of day when the whole history fits in one (UTC) day, whose date the header shows.
@@ -84,7 +86,6 @@ export function formatInspection(detail: DeliveryDetail, graph: MachineGraph): s
       step.attempt ? attemptText(step.attempt) : '',
     ]),
   ]);
-  const created = steps.filter((step) => step.transition.from === null).length;
   const machine = textTable([
     ['taken', 'edge', 'on'],
     [created > 0 ? `${created}×` : '·', `[*] → ${graph.initial}`, '(created)'],
