@@ -20,7 +20,8 @@ const INDENT = '    ';
  */
 export function renderMermaid(graph: MachineGraph, highlight?: PathHighlight): string {
   const lines = ['stateDiagram-v2', `${INDENT}%% ${graph.title}: generated from the machine definition by \`hookline diagram\``];
-  lines.push(`${INDENT}[*] --> ${graph.initial}${highlight?.created ? ` ×${highlight.created}` : ''}`);
+  // A label needs the colon: Mermaid would read `pending ×1` as a state name and refuse the diagram.
+  lines.push(`${INDENT}[*] --> ${graph.initial}${highlight?.created ? `: created ×${highlight.created}` : ''}`);
   for (const edge of graph.edges) {
     const count = highlight?.taken.get(edge);
     lines.push(`${INDENT}${edge.from} --> ${edge.to}: ${edgeLabel(edge)}${count ? ` ×${count}` : ''}`);

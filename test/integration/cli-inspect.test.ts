@@ -71,7 +71,7 @@ describe('hookline inspect', () => {
     const mermaid = captureIo();
     expect(await createInspectCommand(mermaid).run([sent.deliveryId!, '--url', hookline.url, '--api-key', API_KEY, '--format', 'mermaid'])).toBe(0);
     // The creation is an edge of the path like any other (the text format counts it \`1× [*] → pending\`).
-    expect(mermaid.out()).toContain('    [*] --> pending ×1\n');
+    expect(mermaid.out()).toContain('    [*] --> pending: created ×1\n');
     expect(mermaid.out()).toContain('    delivering --> failed: ATTEMPT_FAILED / countAttempt ×1\n');
     expect(mermaid.out()).toContain('    class pending,delivering,failed,retrying,succeeded visited\n');
     expect(mermaid.out()).toContain('    dead_lettered --> pending: REDRIVE / startRound\n');
