@@ -16,8 +16,9 @@ import { ROOT, composeCommand, containerState, docker, run, withoutPorts } from 
  * deploy/cluster/compose.yaml as the README runs it (secrets from make-secrets.sh, images given by
  * NATS_IMAGE and HOOKLINE_IMAGE), with compose.hostnet.yaml putting every container on the host's
  * network on free ports of 127.0.0.1. The stack comes up (three Hookline nodes, three NATS servers
- * with TLS, client certificates, a password and replicas 3), takes events, and loses none it
- * acknowledged when the node owning the project and one NATS server are killed (`docker kill`).
+ * with TLS, client certificates, a password and replicas 3), replaces a project's API key with the
+ * CLI run in a node's container, takes events, and loses none it acknowledged when the node owning
+ * the project and one NATS server are killed (`docker kill`).
  */
 
 const PARTITIONS = 64;
@@ -167,6 +168,25 @@ describe('the cluster compose stack', () => {
     expect(await attempt({ tls: { ca, cert, key } })).toMatch(/^refused/); // no password
     expect(await attempt({ servers: `nats://127.0.0.1:${ports.NATS_PORT_1}`, tls: undefined, user: 'hookline', pass: env.HOOKLINE_NATS_PASSWORD })).toMatch(/^refused/);
     expect(await attempt({ tls: { ca, cert, key }, user: 'hookline', pass: env.HOOKLINE_NATS_PASSWORD })).toBe('connected');
+  });
+
+  it('replaces a project\'s API key without a gap, as the README does it from a node\'s container: keys create, then keys revoke, over the secured NATS', async () => {
+    const admin = await fetch(`${nodeUrl(1)}/admin/v1/projects`, { method: 'POST', headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'keys' }) });
+    expect(admin.status).toBe(201);
+    const { projectId, apiKey: oldKey } = (await admin.json()) as { projectId: string; apiKey: string };
+    // The node's own environment (HOOKLINE_CLUSTER=1, its TLS and password) makes --cluster the default.
+    const cli = (...args: string[]) => composeRun(['exec', '-T', 'hookline-1', 'node', '/app/dist/cli/main.js', 'keys', ...args]);
+    const newKey = /\(shown once\): (hk_\S+)/.exec(await cli('create', '--project', projectId))?.[1];
+    expect(newKey).toBeDefined();
+    // A configured-or-not answer (404 webhook_not_configured) means the key was taken; 401 that it was not.
+    const answer = (n: number, key: string) => fetch(`${nodeUrl(n)}/v1/webhook`, { headers: { authorization: `Bearer ${key}` } }).then((response) => response.status);
+    for (const n of [1, 2, 3]) await waitFor(async () => (await answer(n, newKey!)) === 404, { timeoutMs: 15_000, intervalMs: 200, message: `the new key taken by node ${n}` });
+
+    expect(await cli('revoke', '--key', oldKey)).toMatch(/^revoked a key of project "prj_\S+" in the cluster's directory \(KV HOOKLINE_EVENTS_directory on tls:\/\/nats-1:4222,.*\); 1 key left$/);
+    for (const n of [1, 2, 3]) {
+      await waitFor(async () => (await answer(n, oldKey)) === 401, { timeoutMs: 15_000, intervalMs: 200, message: `the old key refused by node ${n}` });
+      expect(await answer(n, newKey!)).toBe(404);
+    }
   });
 
   it('takes events on every node, and loses none it acknowledged when the owning node and a NATS server are killed', async () => {
