@@ -34,7 +34,7 @@ export interface AdmissionRequest {
 }
 
 /** Why the operation may not proceed now, or null: the live limit first, then the data's. */
-export function admissionRefusal(budget: LiveBudget, store: { isOverQuota(): boolean }, request: AdmissionRequest): HooklineError | null {
+export function admissionRefusal({ liveBudget: budget, store }: { readonly liveBudget: LiveBudget; readonly store: { isOverQuota(): boolean } }, request: AdmissionRequest): HooklineError | null {
   const room = liveRoom(budget);
   if (request.adding > room) {
     const { message, details } = request.overloaded?.(room) ?? { message: `${budget.count} deliveries are already waiting (HOOKLINE_MAX_LIVE_DELIVERIES); ${request.unchanged}, send again shortly`, details: [] };

@@ -8,7 +8,6 @@ import type { EventType } from '../sdk/types.js';
 import type { EventInput } from '../transport/event-input.js';
 import type { ProjectActorDeps } from './actor-deps.js';
 import { admissionRefusal } from './admission.js';
-import type { AdmissionRequest } from './admission.js';
 import { DeliveryLifecycle } from './delivery-lifecycle.js';
 import type { FirstIngest } from './envelope.js';
 import { firstIngestOf, isRepeatOf } from './envelope.js';
@@ -182,12 +181,7 @@ export class ProjectActor {
    */
   admissionRefusal(matched: boolean): HooklineError | null {
     if (this.lifecycle.isDraining) return new HooklineError('HOOKLINE_ERR_SHUTTING_DOWN', 'this node is draining; send the event again shortly');
-    return this.refusalOf({ adding: matched ? 1 : 0, unchanged: 'nothing was stored' });
-  }
-
-  /** Why an operation taking `adding` deliveries into memory and writing them may not proceed now (admission.ts), or null. */
-  private refusalOf(request: AdmissionRequest): HooklineError | null {
-    return admissionRefusal(this.deps.liveBudget, this.deps.store, request);
+    return admissionRefusal(this.deps, { adding: matched ? 1 : 0, unchanged: 'nothing was stored' });
   }
 
   private async storeNewEvent(input: EventInput, eventId: string, { fingerprint, envelope }: FirstIngest, now: number): Promise<IngestResult> {

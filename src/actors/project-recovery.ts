@@ -8,7 +8,6 @@ import { isPastRetention, withinRetention } from '../store/retention.js';
 import type { DeliveryRecord } from '../store/records.js';
 import type { ProjectActorDeps } from './actor-deps.js';
 import { admissionRefusal } from './admission.js';
-import type { AdmissionRequest } from './admission.js';
 import type { DeliveryLifecycle } from './delivery-lifecycle.js';
 import type { LiveDelivery } from './live-delivery.js';
 import { liveFromHead } from './live-delivery.js';
@@ -48,11 +47,6 @@ export class ProjectRecovery {
     ({ projectId: this.projectId, deps: this.deps, lifecycle: this.lifecycle, operational: this.operational } = actor);
   }
 
-  /** Why an operation taking `adding` deliveries into memory and writing them may not proceed now (admission.ts), or null. */
-  private refusal(request: AdmissionRequest): HooklineError | null {
-    return admissionRefusal(this.deps.liveBudget, this.deps.store, request);
-  }
-
   async retry(deliveryId: string): Promise<DeliveryRecord> {
     // Being pruned: the prune's outcome decides (gone, so a 404; or kept, should its commit fail).
     for (let pruned = this.pruning.get(deliveryId); pruned; pruned = this.pruning.get(deliveryId)) await pruned.catch(() => {});
@@ -76,7 +70,7 @@ export class ProjectRecovery {
       );
     }
     // Only a delivery not held (a dead letter out of memory) takes room; every retry writes its step.
-    const refusal = this.refusal({ adding: held ? 0 : 1, unchanged: `delivery ${deliveryId} was not retried` });
+    const refusal = admissionRefusal(this.deps, { adding: held ? 0 : 1, unchanged: `delivery ${deliveryId} was not retried` });
     if (refusal) throw refusal;
     // The record as the RETRY step left it: re-reading the store could show a later step, since
     // the attempt it makes due may start (and commit) before this answer is sent.
@@ -94,7 +88,7 @@ export class ProjectRecovery {
     // ready queue) in the order they are taken in, so an ordered endpoint would get them reversed.
     const redrivable = [...this.redrivable(filter)].sort((a, b) => (a.delivery.id < b.delivery.id ? -1 : 1));
     if (redrivable.length === 0) return 0;
-    const refusal = this.refusal({ adding: this.notHeld(redrivable), unchanged: 'nothing was redriven', overloaded: (room) => tooManyToRedrive(redrivable.length, room) });
+    const refusal = admissionRefusal(this.deps, { adding: this.notHeld(redrivable), unchanged: 'nothing was redriven', overloaded: (room) => tooManyToRedrive(redrivable.length, room) });
     if (refusal) throw refusal;
     const writes = redrivable.map(({ delivery, step }) => this.lifecycle.apply(delivery, 'REDRIVE', step));
     await Promise.all(writes);
@@ -153,7 +147,7 @@ export class ProjectRecovery {
     const event = this.deps.store.getEvent(this.projectId, eventId);
     if (!event) throw new HooklineError('HOOKLINE_ERR_EVENT_NOT_FOUND', `no stored event ${eventId} in this project`);
     if (!this.actor.webhook()) throw new HooklineError('HOOKLINE_ERR_NO_WEBHOOK_FOR_REPLAY', 'no webhook is configured to replay to; PUT /v1/webhook first');
-    const refusal = this.refusal({ adding: 1, unchanged: `event ${eventId} was not replayed` });
+    const refusal = admissionRefusal(this.deps, { adding: 1, unchanged: `event ${eventId} was not replayed` });
     if (refusal) throw refusal;
     const record = this.actor.newDeliveryRecord(eventId, event.type, this.deps.clock.now());
     await this.lifecycle.tracked(this.deps.store.writeReplay(this.projectId, eventId, record));
