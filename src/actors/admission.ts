@@ -9,6 +9,11 @@ import type { ErrorDetail } from '../errors.js';
  * disk's reserve (503 `storage_full`).
  */
 
+/** The refusal of a node that is shutting down (SIGTERM): it takes nothing new while it drains. */
+export function shuttingDownError(unchanged = 'nothing was stored'): HooklineError {
+  return new HooklineError('HOOKLINE_ERR_SHUTTING_DOWN', `this node is draining; ${unchanged}, send it again shortly (to another node, or after the restart)`);
+}
+
 /** Deliveries held in memory on the node, shared by every actor of its engine, and the most allowed. */
 export interface LiveBudget {
   count: number;
@@ -33,8 +38,16 @@ export interface AdmissionRequest {
   overloaded?: (room: number) => { message: string; details: ErrorDetail[] };
 }
 
-/** Why the operation may not proceed now, or null: the live limit first, then the data's. */
-export function admissionRefusal({ liveBudget: budget, store }: { readonly liveBudget: LiveBudget; readonly store: { isOverQuota(): boolean } }, request: AdmissionRequest): HooklineError | null {
+/** What the check reads of the project's actor: its node's budget and store, and whether it drains. */
+export interface AdmissionState {
+  readonly liveBudget: LiveBudget;
+  readonly store: { isOverQuota(): boolean };
+  readonly isDraining: boolean;
+}
+
+/** Why the operation may not proceed now, or null: a drain first, then the live limit, then the data's. */
+export function admissionRefusal({ liveBudget: budget, store, isDraining }: AdmissionState, request: AdmissionRequest): HooklineError | null {
+  if (isDraining) return shuttingDownError(request.unchanged);
   const room = liveRoom(budget);
   if (request.adding > room) {
     const { message, details } = request.overloaded?.(room) ?? { message: `${budget.count} deliveries are already waiting (HOOKLINE_MAX_LIVE_DELIVERIES); ${request.unchanged}, send again shortly`, details: [] };

@@ -14,7 +14,7 @@ import { isBlockedAddress } from '../transport/address-guard.js';
 import { HttpSender } from '../transport/http-sender.js';
 import type { BatchEventSink, InboundTransport, Rejection } from '../transport/types.js';
 import type { LiveBudget } from './admission.js';
-import { liveRoom } from './admission.js';
+import { liveRoom, shuttingDownError } from './admission.js';
 import type { Clock } from './clock.js';
 import { systemClock } from './clock.js';
 import { DeliveryScheduler } from './delivery-scheduler.js';
@@ -54,7 +54,6 @@ const LIVE_STATUSES: readonly DeliveryStatus[] = ['pending', 'delivering', 'retr
 
 const silentLogger: Logger = { info() {}, warn() {}, error() {} };
 
-const shuttingDown = () => new HooklineError('HOOKLINE_ERR_SHUTTING_DOWN', 'this node is draining; send the event again shortly');
 
 export function hashApiKey(apiKey: string): string {
   // One-shot: every API request hashes its key, and a Hash object cost about 0.5 µs more.
@@ -158,18 +157,20 @@ export class Engine implements BatchEventSink {
         ...(this.ownership ? { mayAct: () => this.owns(projectId) } : {}),
       });
       this.actors.set(projectId, actor);
+      // Made after the stop began (a retry for a project nobody used yet): it refuses as the others do.
+      if (this.stopping) void actor.drain(0);
     }
     return actor;
   }
 
   ingest(projectId: string, input: EventInput): Promise<IngestResult> {
-    if (this.stopping) return Promise.reject(shuttingDown());
+    if (this.stopping) return Promise.reject(shuttingDownError());
     // actorFor throws for a project that does not exist (or moved): a rejection, like every refusal.
     return settled(() => this.actorFor(projectId).ingest(input));
   }
 
   async ingestBatch(projectId: string, inputs: readonly EventInput[]): Promise<Array<PromiseSettledResult<IngestResult>>> {
-    if (this.stopping) throw shuttingDown();
+    if (this.stopping) throw shuttingDownError();
     const actor = this.actorFor(projectId);
     // Asked once for the batch, so that a node already refusing answers it with one 503. A limit
     // reached during the batch refuses the events after it on their own (they show in a 207).

@@ -7,7 +7,8 @@ import type { DeliveryChange, DeliveryRecord, DeliverySchedule, EventRecord, Ing
 import type { EventType } from '../sdk/types.js';
 import type { EventInput } from '../transport/event-input.js';
 import type { ProjectActorDeps } from './actor-deps.js';
-import { admissionRefusal } from './admission.js';
+import type { AdmissionState } from './admission.js';
+import { admissionRefusal, shuttingDownError } from './admission.js';
 import { DeliveryLifecycle } from './delivery-lifecycle.js';
 import type { FirstIngest } from './envelope.js';
 import { firstIngestOf, isRepeatOf } from './envelope.js';
@@ -44,6 +45,8 @@ export class ProjectActor {
   /** Retry, redrive, replay, and the prune that must not race them (project-recovery.ts). */
   readonly recovery: ProjectRecovery;
   private operationalView: { of: Webhook | undefined; target: Webhook | undefined } = { of: undefined, target: undefined };
+  /** What ingest and the recovery operations ask before they take anything in (admission.ts). */
+  readonly admission: AdmissionState;
 
   constructor(
     readonly projectId: string,
@@ -60,9 +63,12 @@ export class ProjectActor {
       // Nothing to save: an operational delivery never changes the configuration.
       save: () => Promise.resolve(),
     });
+    const lifecycle = this.lifecycle;
+    this.admission = { liveBudget: deps.liveBudget, store: deps.store, get isDraining() { return lifecycle.isDraining; } };
     this.recovery = new ProjectRecovery({
       projectId,
       deps,
+      admission: this.admission,
       lifecycle: this.lifecycle,
       operational: this.operational,
       webhook: () => this.webhook,
@@ -86,12 +92,14 @@ export class ProjectActor {
   // Configuration -------------------------------------------------------------------------------
 
   async configure(input: ConfigureInput): Promise<Webhook> {
+    if (this.lifecycle.isDraining) throw shuttingDownError('the webhook was not changed');
     const webhook = configureWebhook(this.webhook, input, this.deps.clock.now());
     await this.saveWebhook(webhook);
     return webhook;
   }
 
   async rotateSecret(graceSeconds: number): Promise<{ secret: string; previousSecretExpiresAt: number }> {
+    if (this.lifecycle.isDraining) throw shuttingDownError('the secret was not rotated');
     const current = this.requireWebhook();
     const { webhook, previousSecretExpiresAt } = rotateSecret(current, graceSeconds, this.deps.clock.now());
     await this.saveWebhook(webhook);
@@ -139,7 +147,7 @@ export class ProjectActor {
   // Ingest --------------------------------------------------------------------------------------
 
   ingest(input: EventInput): Promise<IngestResult> {
-    if (this.lifecycle.isDraining) return Promise.reject(new HooklineError('HOOKLINE_ERR_SHUTTING_DOWN', 'this node is draining; send the event again shortly'));
+    if (this.lifecycle.isDraining) return Promise.reject(shuttingDownError());
     const now = this.deps.clock.now();
     // Marked even without an id: the producer may send it again under the id it was given.
     if (input.id === undefined) {
@@ -180,8 +188,7 @@ export class ProjectActor {
    * once before any of its events, so that a node already refusing answers it whole.
    */
   admissionRefusal(matched: boolean): HooklineError | null {
-    if (this.lifecycle.isDraining) return new HooklineError('HOOKLINE_ERR_SHUTTING_DOWN', 'this node is draining; send the event again shortly');
-    return admissionRefusal(this.deps, { adding: matched ? 1 : 0, unchanged: 'nothing was stored' });
+    return admissionRefusal(this.admission, { adding: matched ? 1 : 0, unchanged: 'nothing was stored' });
   }
 
   private async storeNewEvent(input: EventInput, eventId: string, { fingerprint, envelope }: FirstIngest, now: number): Promise<IngestResult> {

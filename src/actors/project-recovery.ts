@@ -7,6 +7,7 @@ import { inIdBounds } from '../store/ids.js';
 import { isPastRetention, withinRetention } from '../store/retention.js';
 import type { DeliveryRecord } from '../store/records.js';
 import type { ProjectActorDeps } from './actor-deps.js';
+import type { AdmissionState } from './admission.js';
 import { admissionRefusal } from './admission.js';
 import type { DeliveryLifecycle } from './delivery-lifecycle.js';
 import type { LiveDelivery } from './live-delivery.js';
@@ -25,6 +26,7 @@ import type { Webhook } from './webhook-settings.js';
 export interface RecoveryHost {
   readonly projectId: string;
   readonly deps: ProjectActorDeps;
+  readonly admission: AdmissionState;
   /** The project's deliveries and its operational ones, as the actor holds them. */
   readonly lifecycle: DeliveryLifecycle;
   readonly operational: DeliveryLifecycle;
@@ -70,7 +72,7 @@ export class ProjectRecovery {
       );
     }
     // Only a delivery not held (a dead letter out of memory) takes room; every retry writes its step.
-    const refusal = admissionRefusal(this.deps, { adding: held ? 0 : 1, unchanged: `delivery ${deliveryId} was not retried` });
+    const refusal = admissionRefusal(this.actor.admission, { adding: held ? 0 : 1, unchanged: `delivery ${deliveryId} was not retried` });
     if (refusal) throw refusal;
     // The record as the RETRY step left it: re-reading the store could show a later step, since
     // the attempt it makes due may start (and commit) before this answer is sent.
@@ -88,7 +90,7 @@ export class ProjectRecovery {
     // ready queue) in the order they are taken in, so an ordered endpoint would get them reversed.
     const redrivable = [...this.redrivable(filter)].sort((a, b) => (a.delivery.id < b.delivery.id ? -1 : 1));
     if (redrivable.length === 0) return 0;
-    const refusal = admissionRefusal(this.deps, { adding: this.notHeld(redrivable), unchanged: 'nothing was redriven', overloaded: (room) => tooManyToRedrive(redrivable.length, room) });
+    const refusal = admissionRefusal(this.actor.admission, { adding: this.notHeld(redrivable), unchanged: 'nothing was redriven', overloaded: (room) => tooManyToRedrive(redrivable.length, room) });
     if (refusal) throw refusal;
     const writes = redrivable.map(({ delivery, step }) => this.lifecycle.apply(delivery, 'REDRIVE', step));
     await Promise.all(writes);
@@ -147,7 +149,7 @@ export class ProjectRecovery {
     const event = this.deps.store.getEvent(this.projectId, eventId);
     if (!event) throw new HooklineError('HOOKLINE_ERR_EVENT_NOT_FOUND', `no stored event ${eventId} in this project`);
     if (!this.actor.webhook()) throw new HooklineError('HOOKLINE_ERR_NO_WEBHOOK_FOR_REPLAY', 'no webhook is configured to replay to; PUT /v1/webhook first');
-    const refusal = admissionRefusal(this.deps, { adding: 1, unchanged: `event ${eventId} was not replayed` });
+    const refusal = admissionRefusal(this.actor.admission, { adding: 1, unchanged: `event ${eventId} was not replayed` });
     if (refusal) throw refusal;
     const record = this.actor.newDeliveryRecord(eventId, event.type, this.deps.clock.now());
     await this.lifecycle.tracked(this.deps.store.writeReplay(this.projectId, eventId, record));

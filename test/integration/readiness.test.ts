@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { buildHttpServer } from '../../src/http/server.js';
-import { configureReceiver, sampleEvent, startTestHookline } from '../helpers/hookline.js';
+import { ADMIN_KEY, configureReceiver, sampleEvent, startTestHookline, waitForDeliveryStatus } from '../helpers/hookline.js';
+import { testDataDir } from '../helpers/temp-dir.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -37,6 +38,78 @@ describe('liveness and readiness', () => {
       expect(refused.status).toBe(503);
       expect(refused.body.error.code).toBe('shutting_down');
       expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    } finally {
+      release();
+      await closed;
+    }
+  });
+
+  it('while draining: retry, redrive, replay and webhook changes answer 503 shutting_down and change nothing', async () => {
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    // The first event's three attempts fail (a dead letter); the second's attempt is held, so the
+    // node stays draining while the test asks.
+    const receiver = await startReceiver({ respond: async (_delivery, index) => (index < 3 ? { status: 500 } : (await held, { status: 204 })) });
+    const hookline = await startTestHookline({ deliveryTimeoutMs: 10_000 });
+    await configureReceiver(hookline, receiver);
+    const dead = await hookline.client.sendEvent(sampleEvent());
+    await waitForDeliveryStatus(hookline.client, dead.deliveryId!, 'dead_lettered');
+    await hookline.client.sendEvent(sampleEvent());
+    await waitFor(() => receiver.received.length === 4, { message: 'the held attempt to reach the receiver' });
+    const webhookBefore = (await hookline.api('GET', '/v1/webhook')).body;
+
+    const closed = hookline.node.close();
+    try {
+      await waitFor(async () => ((await hookline.api('GET', '/readyz', { key: null })).status === 503 ? true : null), { message: 'the node to drain' });
+      const asks: Array<[string, string, unknown?]> = [
+        ['POST', `/v1/logs/webhook-deliveries/${dead.deliveryId}/retry`],
+        ['POST', '/v1/logs/webhook-deliveries/redrive', {}],
+        ['POST', `/v1/events/${dead.id}/replay`],
+        ['PUT', '/v1/webhook', { callbackUrl: `${receiver.url}/other`, status: 'active', eventTypes: ['service.trigger.event'] }],
+        ['POST', '/v1/webhook/secret/rotate', { graceSeconds: 0 }],
+      ];
+      for (const [method, path, body] of asks) {
+        const refused = await hookline.api(method, path, body === undefined ? {} : { body });
+        expect({ ask: `${method} ${path}`, status: refused.status, code: refused.body.error?.code }).toEqual({ ask: `${method} ${path}`, status: 503, code: 'shutting_down' });
+        expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+        expect(refused.body.error.message).toMatch(/draining; .* was not|nothing was/);
+      }
+      // Nothing changed: the dead letter is still one, with its three attempts, and the webhook is as it was.
+      const deadNow = await hookline.client.getDelivery(dead.deliveryId!);
+      expect({ status: deadNow.status, attempts: deadNow.attempts }).toEqual({ status: 'dead_lettered', attempts: 3 });
+      expect((await hookline.api('GET', '/v1/webhook')).body).toEqual(webhookBefore);
+      expect((await hookline.api('GET', '/v1/logs/webhook-deliveries?limit=10')).body.data).toHaveLength(2);
+    } finally {
+      release();
+      await closed;
+    }
+  });
+
+  it('while draining: a project first asked for since the start (no actor yet) refuses a replay too', async () => {
+    const dataDir = testDataDir();
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const other = await startReceiver();
+    const first = await startTestHookline({ dataDir, adminKey: ADMIN_KEY });
+    const created = await first.api('POST', '/admin/v1/projects', { key: ADMIN_KEY, body: { name: 'other' } });
+    const otherClient = first.clientFor(created.body.apiKey);
+    await configureReceiver(first, other, { client: otherClient });
+    const event = await otherClient.sendEvent(sampleEvent());
+    await waitForDeliveryStatus(otherClient, event.deliveryId!, 'succeeded');
+    await first.close();
+
+    // After the restart the other project has nothing live, so nothing has made its actor yet.
+    const receiver = await startReceiver({ respond: async () => (await held, { status: 204 }) });
+    const hookline = await startTestHookline({ dataDir, adminKey: ADMIN_KEY, deliveryTimeoutMs: 10_000 });
+    await configureReceiver(hookline, receiver);
+    await hookline.client.sendEvent(sampleEvent());
+    await waitFor(() => receiver.received.length === 1, { message: 'the held attempt to reach the receiver' });
+    const closed = hookline.node.close();
+    try {
+      await waitFor(async () => ((await hookline.api('GET', '/readyz', { key: null })).status === 503 ? true : null), { message: 'the node to drain' });
+      const refused = await hookline.api('POST', `/v1/events/${event.id}/replay`, { key: created.body.apiKey });
+      expect({ status: refused.status, code: refused.body.error?.code }).toEqual({ status: 503, code: 'shutting_down' });
+      expect((await hookline.api('GET', '/v1/logs/webhook-deliveries?limit=10', { key: created.body.apiKey })).body.data).toHaveLength(1);
     } finally {
       release();
       await closed;
