@@ -225,7 +225,7 @@ export function settingsFromEnvironment(environment: Record<string, string | und
   }
   const env = result.data;
   if (env.HOOKLINE_CLUSTER && !env.HOOKLINE_NATS_URL) {
-    throw new HooklineError('HOOKLINE_ERR_CONFIG', 'HOOKLINE_CLUSTER=1 needs HOOKLINE_NATS_URL: the nodes of a cluster talk through NATS; set it to your NATS server, e.g. nats://127.0.0.1:4222', { details: [{ path: 'HOOKLINE_CLUSTER', message: 'requires HOOKLINE_NATS_URL' }] });
+    throw new HooklineError('HOOKLINE_ERR_CONFIG', 'cluster mode (--cluster or HOOKLINE_CLUSTER=1) needs HOOKLINE_NATS_URL: the nodes of a cluster talk through NATS; set it to your NATS server, e.g. nats://127.0.0.1:4222', { details: [{ path: 'HOOKLINE_CLUSTER', message: 'requires HOOKLINE_NATS_URL' }] });
   }
   checkNatsAuthSettings(env);
   return {

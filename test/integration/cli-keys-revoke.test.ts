@@ -69,4 +69,12 @@ describe('hookline keys revoke', () => {
     node.process.kill('SIGTERM');
     expect(await node.exited).toMatchObject({ code: 0 });
   }, 60_000);
+
+  it('--cluster without HOOKLINE_NATS_URL: exit 1, one line naming the flag, the setting and the fix', async () => {
+    for (const args of [['keys', 'create', '--project', 'prj_any', '--cluster'], ['keys', 'revoke', '--cluster', '--key', 'hk_any']]) {
+      const io = captureIo({});
+      expect(await runCli(args, io), args.join(' ')).toBe(1);
+      expect(io.err()).toBe(`hookline keys ${args[1]}: cluster mode (--cluster or HOOKLINE_CLUSTER=1) needs HOOKLINE_NATS_URL: the nodes of a cluster talk through NATS; set it to your NATS server, e.g. nats://127.0.0.1:4222\n`);
+    }
+  });
 });
