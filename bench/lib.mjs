@@ -1,7 +1,7 @@
 // Helpers shared by the bench scripts (run.mjs, nats.mjs, cluster.mjs, soak.mjs, engine/*.mjs).
 // Plain Node, no dependencies; every party still runs in a process of its own.
 import { execFileSync, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -125,6 +125,36 @@ export function cpuSeconds(pid) {
   } catch {
     return Number.NaN;
   }
+}
+
+/** Jiffies of the whole machine (all cores): busy and total, from the first line of /proc/stat. */
+export function machineCpu() {
+  try {
+    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
+    return { busy: total - f[3] - f[4], total };
+  } catch {
+    return { busy: NaN, total: NaN };
+  }
+}
+
+/** Cores busy between two `machineCpu()` readings (anyone's work), given the wall seconds between them. */
+export function busyCores(before, after, wallS) {
+  return (after.busy - before.busy) / 100 / wallS;
+}
+
+/** The pid of the nats-server process listening on `port` (its command line names the port), or null. */
+export function natsServerPid(port) {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (path.basename(args[0] ?? '') === 'nats-server' && args.some((arg, i) => arg === String(port) && ['-p', '--port'].includes(args[i - 1]))) return Number(entry);
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return null;
 }
 
 /** VmRSS, VmHWM, RssAnon and RssFile of a process in MB, from /proc/<pid>/status; NaN when unreadable. */

@@ -10,8 +10,16 @@
 //
 // Scenarios (each on a fresh pair, which first takes BENCH_WARMUP events through the same path at the
 // same rate; the receiver's counters are reset before the measured events)
-//   1. Throughput, BENCH_ROUNDS rounds, NATS and embedded taking turns: BENCH_N events of ~1 KB
-//      (envelope size) as fast as the producer can; figure = N / (last receipt - first send).
+//   1. Throughput, BENCH_ROUNDS rounds, the transports taking turns: BENCH_N events of ~1 KB
+//      (envelope size) as fast as the producer can; figure = N / (last receipt - first send), and the
+//      serve process's CPU ms per delivery (from /proc). Transports (BENCH_TRANSPORTS, all by default):
+//        nats         Hookline fed by the JetStream publisher;
+//        embedded     Hookline fed one event per POST /v1/events;
+//        batch        Hookline fed BENCH_BATCH (100) events per POST /v1/events/batch, BENCH_BATCH_CONCURRENCY
+//                     (8) in flight (bench/engine/loadgen.mjs, as `npm run bench`): issue 12's target is
+//                     NATS >= 0.8x this, so both are measured in the same run;
+//        floor-nats, floor-batch   the same two loads on bench/engine/floor.mjs, the contract's floor
+//                     (nothing of Hookline): whether 0.8x is reachable by any implementation here.
 //   2. Latency at a fixed BENCH_RATE (1,000/s) for BENCH_RATE_SECONDS (10), open loop: the event's
 //      data carries `sentAt` (taken just before the publish / POST); p50/p99 of receipt - sentAt.
 //   Both scenarios run BENCH_ROUNDS rounds, the two transports taking turns (first one, then the
@@ -19,6 +27,7 @@
 //   last line of JSON. Each NATS scenario checks that the consumer acked everything, then deletes its stream.
 //
 // Env: BENCH_NATS_URL (nats://127.0.0.1:4222), BENCH_N (20000), BENCH_ROUNDS (3), BENCH_RATE (1000),
+//      BENCH_TRANSPORTS (nats,embedded,batch,floor-nats,floor-batch), BENCH_BATCH (100), BENCH_BATCH_CONCURRENCY (8),
 //      BENCH_RATE_SECONDS (10), BENCH_IN_FLIGHT (256), BENCH_CONCURRENCY (64), BENCH_SKIP (comma list
 //      of: latency, throughput), BENCH_WARMUP (2000), BENCH_PROFILE=1 (--cpu-prof on the Hookline child, kept with the
 //      logs), BENCH_KEEP=1 (keep temp dirs and logs). HOOKLINE_* variables reach the serve processes.
@@ -29,7 +38,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { countReceipt, cpuSeconds, drive, eventPadding as padTo, freePort, launch as launchChild, listenReceiver, nowMs, num, quantile as quantileOf, request, serveEnv, sleep, stopChild, waitFor } from './lib.mjs';
+import { busyCores, countReceipt, cpuSeconds, drive, eventPadding as padTo, freePort, launch as launchChild, listenReceiver, machineCpu, natsServerPid, nowMs, num, quantile as quantileOf, request, serveEnv, sleep, stopChild, waitFor } from './lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
@@ -183,6 +192,8 @@ async function receiverMain() {
 // Orchestration ----------------------------------------------------------------------------------
 
 const SERVE_JS = path.join(root, 'dist', 'cli', 'main.js');
+const FLOOR_JS = path.join(here, 'engine', 'floor.mjs');
+const LOADGEN_JS = path.join(here, 'engine', 'loadgen.mjs');
 const NATS_URL = env.BENCH_NATS_URL ?? 'nats://127.0.0.1:4222';
 const N = num('BENCH_N', 20_000);
 const ROUNDS = num('BENCH_ROUNDS', 3);
@@ -191,6 +202,18 @@ const RATE_SECONDS = num('BENCH_RATE_SECONDS', 10);
 const IN_FLIGHT = num('BENCH_IN_FLIGHT', 256);
 const WARMUP = num('BENCH_WARMUP', 2000);
 const CONCURRENCY = num('BENCH_CONCURRENCY', 64);
+const BATCH = num('BENCH_BATCH', 100);
+const BATCH_CONCURRENCY = num('BENCH_BATCH_CONCURRENCY', 8);
+const TRANSPORTS = (env.BENCH_TRANSPORTS ?? 'nats,embedded,batch,floor-nats,floor-batch').split(',').map((s) => s.trim()).filter(Boolean);
+/** What each transport runs and how it is fed. */
+const TRANSPORT = {
+  nats: { entry: SERVE_JS, feed: 'nats' },
+  embedded: { entry: SERVE_JS, feed: 'post' },
+  batch: { entry: SERVE_JS, feed: 'batch' },
+  'floor-nats': { entry: FLOOR_JS, feed: 'nats' },
+  'floor-batch': { entry: FLOOR_JS, feed: 'batch' },
+};
+for (const name of TRANSPORTS) if (!TRANSPORT[name]) throw new Error(`BENCH_TRANSPORTS: unknown ${name}; use any of ${Object.keys(TRANSPORT).join(', ')}`);
 const SKIP = new Set((env.BENCH_SKIP ?? '').split(',').map((s) => s.trim()).filter(Boolean));
 const PROFILE = env.BENCH_PROFILE === '1';
 const KEEP = env.BENCH_KEEP === '1' || PROFILE;
@@ -201,13 +224,15 @@ const children = new Set();
 const tempDirs = new Set();
 const streams = new Set();
 let nc = null;
+/** The NATS server's own pid when it runs here (its CPU is reported beside Hookline's), else null. */
+const natsPid = natsServerPid(new URL(NATS_URL.replace(/^nats:/, 'http:')).port || 4222);
 
 function launch(args, { extraEnv = {}, logFile = null, nodeArgs = [] } = {}) {
   return launchChild(process.execPath, [...nodeArgs, ...args], { cwd: root, extraEnv, logFile, children });
 }
 
-/** A receiver and a Hookline (NATS-fed when `names` is given), webhook configured, on a fresh dir. */
-async function startPair(label, names) {
+/** A receiver and a Hookline (or the floor, `entry`; NATS-fed when `names` is given), webhook configured, on a fresh dir. */
+async function startPair(label, names, entry = SERVE_JS) {
   const dir = mkdtempSync(path.join(os.tmpdir(), `hookline-bench-nats-${label}-`));
   tempDirs.add(dir);
   const receiverPort = await freePort();
@@ -216,7 +241,7 @@ async function startPair(label, names) {
   await waitFor('receiver up', () => request('GET', `${receiverUrl}/stats`), { timeoutMs: 10_000, child: receiver });
   const port = await freePort();
   const natsEnv = names ? { HOOKLINE_NATS_URL: NATS_URL, HOOKLINE_NATS_STREAM: names.stream, HOOKLINE_NATS_SUBJECT_PREFIX: names.prefix, HOOKLINE_NATS_DURABLE: names.durable } : {};
-  const node = launch([SERVE_JS, 'serve'], {
+  const node = launch([entry, 'serve'], {
     nodeArgs: PROFILE ? ['--cpu-prof', '--cpu-prof-dir', path.join(dir, 'profile')] : [],
     extraEnv: {
       ...serveEnv({ dataDir: path.join(dir, 'data'), port, apiKey: API_KEY }),
@@ -238,7 +263,7 @@ async function startPair(label, names) {
 }
 
 async function runProducer(mode, extraEnv) {
-  const cp = launch([fileURLToPath(import.meta.url), mode], { extraEnv });
+  const cp = launch(mode === 'batch' ? [LOADGEN_JS] : [fileURLToPath(import.meta.url), mode], { extraEnv });
   const { code } = await cp.exited;
   const line = cp.output().trim().split('\n').reverse().find((l) => l.startsWith('{'));
   if (!line) throw new Error(`${mode} failed (${code}): ${cp.output().slice(-800)}`);
@@ -297,14 +322,16 @@ async function deleteStream(name) {
 
 /** One scenario: a fresh pair, `n` events through `transport` at `rate` (0 = as fast as possible). */
 async function scenario(transport, { n, rate, label }) {
-  const names = transport === 'nats' ? uniqueNames(label) : null;
-  const pair = await startPair(`${transport}-${label}`, names);
+  const { entry, feed } = TRANSPORT[transport];
+  const names = feed === 'nats' ? uniqueNames(label) : null;
+  const pair = await startPair(`${transport}-${label}`, names, entry);
   try {
     const tag = `${label}${randomBytes(3).toString('hex')}`;
-    const produce = (count, runTag) =>
-      transport === 'nats'
-        ? runProducer('publisher', { NATS_URL, PREFIX: names.prefix, N: String(count), RATE: String(rate), IN_FLIGHT: String(IN_FLIGHT), TAG: runTag })
-        : runProducer('loadgen', { TARGET: pair.url, API_KEY, N: String(count), RATE: String(rate), CONCURRENCY: String(CONCURRENCY), TAG: runTag });
+    const produce = (count, runTag) => {
+      if (feed === 'nats') return runProducer('publisher', { NATS_URL, PREFIX: names.prefix, N: String(count), RATE: String(rate), IN_FLIGHT: String(IN_FLIGHT), TAG: runTag });
+      if (feed === 'batch') return runProducer('batch', { TARGET: pair.url, API_KEY, N: String(count), RATE: '0', CONCURRENCY: String(BATCH_CONCURRENCY), BATCH: String(BATCH) });
+      return runProducer('loadgen', { TARGET: pair.url, API_KEY, N: String(count), RATE: String(rate), CONCURRENCY: String(CONCURRENCY), TAG: runTag });
+    };
     if (WARMUP > 0) {
       // The same path, same rate, first: JIT, LMDB's first pages and the receiver connections are
       // ready before the clock starts, so a fresh process's first second does not weigh on the figures.
@@ -313,22 +340,31 @@ async function scenario(transport, { n, rate, label }) {
       await request('POST', `${pair.receiverUrl}/reset`);
     }
     const cpu0 = cpuSeconds(pair.node.pid);
+    const nats0 = natsPid ? cpuSeconds(natsPid) : NaN;
+    const machine0 = machineCpu();
     const t0 = performance.now();
     const producer = await produce(n, tag);
     const s = await waitDelivered(pair, n);
     const wallS = (performance.now() - t0) / 1000;
-    const cpuCores = (cpuSeconds(pair.node.pid) - cpu0) / wallS;
+    const cpuS = cpuSeconds(pair.node.pid) - cpu0;
+    const cpuCores = cpuS / wallS;
+    // The rest of the machine: the producer, the receiver and (NATS paths) nats-server share the 2 cores.
+    const machineCores = busyCores(machine0, machineCpu(), wallS);
+    const natsCores = natsPid ? (cpuSeconds(natsPid) - nats0) / wallS : NaN;
     const consumer = names ? await consumerSettled(names) : null;
     const seconds = (s.last_at - producer.first_send_at) / 1000;
     return {
       transport, n, rate, warmup: WARMUP,
       perS: Math.round(s.unique / seconds),
-      sendPerS: producer.send_per_s,
+      sendPerS: producer.send_per_s ?? producer.ingest_per_s,
+      cpuMsPerDelivery: Number(((cpuS * 1000) / s.unique).toFixed(3)),
       ackP50: producer.ack_p50_ms, ackP99: producer.ack_p99_ms,
       p50: s.p50_ms, p90: s.p90_ms, p99: s.p99_ms, max: s.max_ms,
       unique: s.unique, received: s.received, duplicates: s.duplicates,
       verified: s.verified, badSignatures: s.bad_signatures,
       cpuCores: Number(cpuCores.toFixed(2)),
+      machineCores: Number(machineCores.toFixed(2)),
+      natsCores: Number(natsCores.toFixed(2)),
       producerErrors: producer.errors,
       consumer,
       timedOut: !!s.timedOut,
@@ -363,22 +399,22 @@ async function main() {
     process.exit(130);
   });
   log(`NATS ${NATS_URL} (server ${nc.info?.version}), N=${N}, warm-up ${WARMUP}, rounds=${ROUNDS}, rate=${RATE}/s for ${RATE_SECONDS}s, publisher in flight=${IN_FLIGHT}, HTTP concurrency=${CONCURRENCY}, ${os.cpus().length} cores, node ${process.version}`);
-  const results = { throughput: { nats: [], embedded: [] }, latency: { nats: [], embedded: [] } };
+  const results = { throughput: Object.fromEntries(TRANSPORTS.map((name) => [name, []])), latency: { nats: [], embedded: [] } };
   try {
     if (!SKIP.has('throughput')) {
       for (let round = 1; round <= ROUNDS; round++) {
-        // Alternate which transport goes first, so neither always gets the warmer machine.
-        const order = round % 2 ? ['nats', 'embedded'] : ['embedded', 'nats'];
+        // Alternate the order, so no transport always gets the warmer (or the busier) machine.
+        const order = round % 2 ? TRANSPORTS : [...TRANSPORTS].reverse();
         for (const transport of order) {
           const result = await scenario(transport, { n: N, rate: 0, label: `t${round}` });
           results.throughput[transport].push(result);
-          log(`throughput round ${round} ${transport}: ${result.perS}/s delivered (producer ${result.sendPerS}/s, ack p50 ${result.ackP50} ms, hookline CPU ${result.cpuCores} cores, ${result.unique}/${N} unique, ${result.duplicates} duplicates${result.consumer ? `, consumer acked to seq ${result.consumer.lastSeq}` : ''})`);
+          log(`throughput round ${round} ${transport}: ${result.perS}/s delivered (producer ${result.sendPerS}/s, ack p50 ${result.ackP50} ms, serve CPU ${result.cpuCores} cores, ${result.cpuMsPerDelivery} ms per delivery, machine ${result.machineCores} cores busy, nats-server ${result.natsCores}, ${result.unique}/${N} unique, ${result.duplicates} duplicates${result.consumer ? `, consumer acked to seq ${result.consumer.lastSeq}` : ''})`);
         }
       }
     }
     if (!SKIP.has('latency')) {
       for (let round = 1; round <= ROUNDS; round++) {
-        const order = round % 2 ? ['nats', 'embedded'] : ['embedded', 'nats'];
+        const order = (round % 2 ? ['nats', 'embedded'] : ['embedded', 'nats']).filter((transport) => TRANSPORTS.includes(transport));
         for (const transport of order) {
           const result = await scenario(transport, { n: Math.round(RATE * RATE_SECONDS), rate: RATE, label: `l${round}` });
           results.latency[transport].push(result);
@@ -392,10 +428,14 @@ async function main() {
     cleanup();
   }
 
-  const natsPerS = median(results.throughput.nats.map((r) => r.perS));
-  const embeddedPerS = median(results.throughput.embedded.map((r) => r.perS));
+  const throughputOf = (transport) => results.throughput[transport] ?? [];
+  const natsPerS = median(throughputOf('nats').map((r) => r.perS));
+  const embeddedPerS = median(throughputOf('embedded').map((r) => r.perS));
   const ratio = natsPerS && embeddedPerS ? Number((natsPerS / embeddedPerS).toFixed(3)) : null;
-  const all = [...results.throughput.nats, ...results.throughput.embedded, ...results.latency.nats, ...results.latency.embedded];
+  /** The median over rounds of a/b, each taken within its round (the machine changes between rounds). */
+  const ratioInRounds = (a, b) => median(throughputOf(a).map((r, index) => (throughputOf(b)[index] ? r.perS / throughputOf(b)[index].perS : NaN)).filter(Number.isFinite));
+  const rounded = (value, digits = 3) => (value === null || value === undefined ? null : Number(value.toFixed(digits)));
+  const all = [...Object.values(results.throughput).flat(), ...results.latency.nats, ...results.latency.embedded];
   const latencyOf = (transport, key) => median(results.latency[transport].map((r) => r[key]));
   const summary = {
     bench: 'nats',
@@ -408,6 +448,16 @@ async function main() {
     ratio,
     target_ratio: 0.7,
     target_met: ratio === null ? null : ratio >= 0.7,
+    per_s: Object.fromEntries(TRANSPORTS.map((name) => [name, median(throughputOf(name).map((r) => r.perS))])),
+    machine_cores: Object.fromEntries(TRANSPORTS.map((name) => [name, median(throughputOf(name).map((r) => r.machineCores))])),
+    serve_cores: Object.fromEntries(TRANSPORTS.map((name) => [name, median(throughputOf(name).map((r) => r.cpuCores))])),
+    cpu_ms_per_delivery: Object.fromEntries(TRANSPORTS.map((name) => [name, median(throughputOf(name).map((r) => r.cpuMsPerDelivery))])),
+    rounds_per_s: Object.fromEntries(TRANSPORTS.map((name) => [name, throughputOf(name).map((r) => r.perS)])),
+    nats_to_batch: rounded(ratioInRounds('nats', 'batch')),
+    floor_nats_to_floor_batch: rounded(ratioInRounds('floor-nats', 'floor-batch')),
+    nats_to_floor_nats: rounded(ratioInRounds('nats', 'floor-nats')),
+    batch_to_floor_batch: rounded(ratioInRounds('batch', 'floor-batch')),
+    target_nats_to_batch: 0.8,
     rate: RATE,
     rate_seconds: RATE_SECONDS,
     warmup: WARMUP,
@@ -424,6 +474,8 @@ async function main() {
   };
   process.stdout.write(`\nNATS JetStream ingest vs embedded (median of ${ROUNDS} rounds, N=${N}):\n`);
   process.stdout.write(`  throughput  nats ${natsPerS}/s  embedded ${embeddedPerS}/s  ratio ${ratio} (target >= 0.70: ${summary.target_met ? 'met' : 'missed'})\n`);
+  for (const name of TRANSPORTS) process.stdout.write(`  ${name.padEnd(12)} ${summary.per_s[name]}/s, ${summary.cpu_ms_per_delivery[name]} CPU ms per delivery, serve ${summary.serve_cores[name]} of the machine's ${summary.machine_cores[name]} busy cores (rounds: ${summary.rounds_per_s[name].join(', ')})\n`);
+  if (summary.nats_to_batch !== null) process.stdout.write(`  NATS / batch (issue 12: >= 0.8), median of the rounds' ratios: Hookline ${summary.nats_to_batch}${summary.floor_nats_to_floor_batch !== null ? `, the floor ${summary.floor_nats_to_floor_batch}` : ''}\n`);
   if (summary.nats_p50_ms !== null) process.stdout.write(`  latency at ${RATE}/s (median of ${ROUNDS} rounds)  nats p50 ${summary.nats_p50_ms} ms p99 ${summary.nats_p99_ms} ms  embedded p50 ${summary.embedded_p50_ms} ms p99 ${summary.embedded_p99_ms} ms\n`);
   process.stdout.write(`${JSON.stringify(summary)}\n`);
   if (env.BENCH_STRICT === '1' && summary.target_met === false) process.exitCode = 2;

@@ -78,7 +78,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { PERF_NODE_ARGS, cpuSeconds, freePort, killTree, launch as launchChild, metricValue, nowMs, num, procMemory, request, serveEnv, sleep, startPerfRecording, stopChild, waitFor } from './lib.mjs';
+import { PERF_NODE_ARGS, cpuSeconds, freePort, killTree, launch as launchChild, machineCpu, metricValue, nowMs, num, procMemory, request, serveEnv, sleep, startPerfRecording, stopChild, waitFor } from './lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
@@ -168,17 +168,6 @@ const http = (method, url, options = {}) => request(method, url, { ...options, p
 /** utime + stime of a process in seconds, and its VmRSS / VmHWM in MB (Linux /proc). */
 function procStats(pid) {
   return { cpuS: cpuSeconds(pid), ...procMemory(pid) };
-}
-
-/** Jiffies of the whole machine (all cores): busy and total, from the first line of /proc/stat. */
-function machineCpu() {
-  try {
-    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-    const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
-    return { busy: total - f[3] - f[4], total };
-  } catch {
-    return { busy: NaN, total: NaN };
-  }
 }
 
 /**

@@ -17,6 +17,12 @@
 // the floor's is what those cost, and the floor's over the ceiling sender's is what no implementation
 // of the contract in Node can take back.
 //
+// With HOOKLINE_NATS_URL (`npm run bench:nats` runs it so, as the contender "floor-nats"), events also
+// come from JetStream as Hookline's NATS transport takes them: a durable pull consumer (explicit acks,
+// 512 per pull, max_ack_pending 2,048) on HOOKLINE_NATS_STREAM / HOOKLINE_NATS_SUBJECT_PREFIX /
+// HOOKLINE_NATS_DURABLE; at most 256 messages a turn are parsed and put, and once they are on disk each
+// is acked, its verdict published (README, NATS mode: part of Hookline's contract) and its attempt sent.
+//
 // Routes (all the benches use): GET /healthz, PUT /v1/webhook, GET /v1/webhook/secret, POST
 // /v1/events, POST /v1/events/batch (one commit per request). Env: HOOKLINE_PORT, HOOKLINE_HOST,
 // HOOKLINE_DATA_DIR, HOOKLINE_API_KEY (as `serveEnv` sets them). Argument: `serve` (ignored).
@@ -65,7 +71,7 @@ function answer(response, status, body) {
 function store(input, now) {
   const eventId = input.id ?? nextId('evt');
   const deliveryId = nextId('msg');
-  const envelope = JSON.stringify({ type: input.type, timestamp: new Date(now).toISOString(), data: input.data });
+  const envelope = JSON.stringify({ version: 'v1', id: eventId, type: input.type, metadata: input.metadata ?? {}, data: input.data, timestamp: new Date(now).toISOString() });
   events.put(eventId, { id: eventId, type: input.type, createdAt: now, envelope });
   deliveries.put(deliveryId, { eventId, status: 'pending', attempts: 0, createdAt: now, nextAttemptAt: now });
   return { eventId, deliveryId, envelope };
@@ -147,6 +153,46 @@ const server = http.createServer(async (request, response) => {
     answer(response, 500, { error: { code: 'internal_error', message: String(error), details: [] } });
   }
 });
+/** JetStream ingest, as Hookline's NATS transport does it (see the top of this file). */
+async function consumeNats() {
+  const { connect, nanos } = await import('@nats-io/transport-node');
+  const { AckPolicy, DeliverPolicy, StorageType, jetstream, jetstreamManager } = await import('@nats-io/jetstream');
+  const stream = env.HOOKLINE_NATS_STREAM ?? 'HOOKLINE_EVENTS';
+  const prefix = env.HOOKLINE_NATS_SUBJECT_PREFIX ?? 'hookline.events';
+  const durableName = env.HOOKLINE_NATS_DURABLE ?? 'hookline';
+  const connection = await connect({ servers: env.HOOKLINE_NATS_URL, noAsyncTraces: true });
+  const manager = await jetstreamManager(connection);
+  if (!(await manager.streams.info(stream).catch(() => null))) await manager.streams.add({ name: stream, subjects: [`${prefix}.>`], storage: StorageType.File, duplicate_window: nanos(120_000) });
+  await manager.consumers.add(stream, { durable_name: durableName, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, filter_subject: `${prefix}.>`, max_ack_pending: 2048, ack_wait: nanos(30_000) });
+  const messages = await (await jetstream(connection).consumers.get(stream, durableName)).consume({ max_messages: 512 });
+  const decoder = new TextDecoder();
+  let arrived = [];
+  const handOver = () => {
+    const batch = arrived.length > 256 ? arrived.splice(0, 256) : arrived.splice(0);
+    if (arrived.length > 0) setImmediate(handOver);
+    const now = Date.now();
+    const stored = batch.map((message) => ({ message, item: store(JSON.parse(decoder.decode(message.data)), now) }));
+    durable().then(() => {
+      for (const { message, item } of stored) {
+        message.ack();
+        const projectId = message.subject.slice(prefix.length + 1);
+        connection.publish(`_HOOKLINE.verdicts.${prefix}.${item.eventId}`, JSON.stringify({ verdict: 'accepted', id: item.eventId, projectId, deliveryId: item.deliveryId, duplicate: false }));
+        send(item);
+      }
+    });
+  };
+  const consumed = (async () => {
+    for await (const message of messages) if (arrived.push(message) === 1) setImmediate(handOver);
+  })();
+  consumed.catch((error) => {
+    process.stderr.write(`floor: NATS ingest failed: ${error.stack ?? error}\n`);
+    process.exit(1);
+  });
+}
+
+// As Hookline: the consumer is up before the node answers /healthz.
+if (env.HOOKLINE_NATS_URL) await consumeNats();
+
 server.keepAliveTimeout = 65_000;
 server.listen(Number(env.HOOKLINE_PORT), env.HOOKLINE_HOST ?? '127.0.0.1');
 process.on('SIGTERM', () => server.close(() => root.close().then(() => process.exit(0))));
