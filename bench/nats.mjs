@@ -97,7 +97,7 @@ async function publisherMain() {
     // Retried until acked (same id: JetStream drops a repeat), so every event is published once.
     for (let attempt = 0; ; attempt++) {
       try {
-        await publishEvent(nc, 'default', event, { subjectPrefix: env.PREFIX });
+        await publishEvent(nc, 'default', event, { subjectPrefix: env.PREFIX, ...(env.PARTITIONS ? { partitions: Number(env.PARTITIONS) } : {}) });
         report.acked(t0);
         return;
       } catch (error) {
@@ -204,15 +204,19 @@ const WARMUP = num('BENCH_WARMUP', 2000);
 const CONCURRENCY = num('BENCH_CONCURRENCY', 64);
 const BATCH = num('BENCH_BATCH', 100);
 const BATCH_CONCURRENCY = num('BENCH_BATCH_CONCURRENCY', 8);
-const TRANSPORTS = (env.BENCH_TRANSPORTS ?? 'nats,embedded,batch,floor-nats,floor-batch').split(',').map((s) => s.trim()).filter(Boolean);
+const TRANSPORTS = (env.BENCH_TRANSPORTS ?? 'nats,embedded,batch,cluster,floor-nats,floor-batch,floor-cluster').split(',').map((s) => s.trim()).filter(Boolean);
 /** What each transport runs and how it is fed. */
 const TRANSPORT = {
   nats: { entry: SERVE_JS, feed: 'nats' },
   embedded: { entry: SERVE_JS, feed: 'post' },
   batch: { entry: SERVE_JS, feed: 'batch' },
+  cluster: { entry: SERVE_JS, feed: 'nats', cluster: true },
   'floor-nats': { entry: FLOOR_JS, feed: 'nats' },
   'floor-batch': { entry: FLOOR_JS, feed: 'batch' },
+  'floor-cluster': { entry: FLOOR_JS, feed: 'nats', cluster: true },
 };
+/** Cluster mode's partitions (HOOKLINE_PARTITIONS, as a cluster node reads it). */
+const PARTITIONS = num('HOOKLINE_PARTITIONS', 64);
 for (const name of TRANSPORTS) if (!TRANSPORT[name]) throw new Error(`BENCH_TRANSPORTS: unknown ${name}; use any of ${Object.keys(TRANSPORT).join(', ')}`);
 const SKIP = new Set((env.BENCH_SKIP ?? '').split(',').map((s) => s.trim()).filter(Boolean));
 const PROFILE = env.BENCH_PROFILE === '1';
@@ -232,7 +236,7 @@ function launch(args, { extraEnv = {}, logFile = null, nodeArgs = [] } = {}) {
 }
 
 /** A receiver and a Hookline (or the floor, `entry`; NATS-fed when `names` is given), webhook configured, on a fresh dir. */
-async function startPair(label, names, entry = SERVE_JS) {
+async function startPair(label, names, entry = SERVE_JS, cluster = false) {
   const dir = mkdtempSync(path.join(os.tmpdir(), `hookline-bench-nats-${label}-`));
   tempDirs.add(dir);
   const receiverPort = await freePort();
@@ -241,6 +245,8 @@ async function startPair(label, names, entry = SERVE_JS) {
   await waitFor('receiver up', () => request('GET', `${receiverUrl}/stats`), { timeoutMs: 10_000, child: receiver });
   const port = await freePort();
   const natsEnv = names ? { HOOKLINE_NATS_URL: NATS_URL, HOOKLINE_NATS_STREAM: names.stream, HOOKLINE_NATS_SUBJECT_PREFIX: names.prefix, HOOKLINE_NATS_DURABLE: names.durable } : {};
+  // One node of a cluster of its own, as `BENCH_NODES=1 BENCH_PROJECTS=1 npm run bench:cluster` runs it.
+  const clusterEnv = cluster ? { HOOKLINE_CLUSTER: '1', HOOKLINE_NODE_ID: 'bench-0', HOOKLINE_CLUSTER_SUBJECT_PREFIX: names.cluster, HOOKLINE_PARTITIONS: String(PARTITIONS), HOOKLINE_LEASE_TTL: env.BENCH_LEASE ?? '5s' } : {};
   const node = launch([entry, 'serve'], {
     nodeArgs: PROFILE ? ['--cpu-prof', '--cpu-prof-dir', path.join(dir, 'profile')] : [],
     extraEnv: {
@@ -249,6 +255,7 @@ async function startPair(label, names, entry = SERVE_JS) {
       // The embedded path is measured without the per-project API rate limit (NATS has none).
       HOOKLINE_RATE_LIMIT: env.HOOKLINE_RATE_LIMIT ?? '0',
       ...natsEnv,
+      ...clusterEnv,
     },
     logFile: path.join(dir, 'hookline.log'),
   });
@@ -256,6 +263,9 @@ async function startPair(label, names, entry = SERVE_JS) {
   await waitFor('hookline /healthz', () => request('GET', `${url}/healthz`), { timeoutMs: 60_000, intervalMs: 20, child: node }).catch((error) => {
     throw new Error(`${error.message}\n${readFileSync(path.join(dir, 'hookline.log'), 'utf8').slice(-2000)}`);
   });
+  if (cluster && entry === SERVE_JS) {
+    await waitFor('the node to own every partition', async () => ((await request('GET', `${url}/healthz`)).cluster?.partitions?.length === PARTITIONS ? true : null), { timeoutMs: 60_000, intervalMs: 100, child: node });
+  }
   await request('PUT', `${url}/v1/webhook`, { key: API_KEY, body: { callbackUrl: `${receiverUrl}/hook`, status: 'active', eventTypes: ['service.trigger.event'] } });
   const { secret } = await request('GET', `${url}/v1/webhook/secret`, { key: API_KEY });
   await request('POST', `${receiverUrl}/secret`, { body: { secret } });
@@ -293,7 +303,7 @@ async function waitDelivered(pair, n) {
 
 function uniqueNames(label) {
   const suffix = randomBytes(4).toString('hex');
-  const names = { stream: `HOOKLINE_BENCH_${label}_${suffix}`, prefix: `hlbench.${suffix}.events`, durable: `hookline_bench_${suffix}` };
+  const names = { stream: `HOOKLINE_BENCH_${label}_${suffix}`, prefix: `hlbench.${suffix}.events`, durable: `hookline_bench_${suffix}`, cluster: `hlbench.${suffix}.cluster` };
   streams.add(names.stream);
   return names;
 }
@@ -314,21 +324,23 @@ async function consumerSettled(names) {
   );
 }
 
+/** Deletes a scenario's stream and what cluster mode made beside it (changelog, directory and lease buckets). */
 async function deleteStream(name) {
   const { jetstreamManager } = await import('@nats-io/jetstream');
-  await (await jetstreamManager(nc)).streams.delete(name).catch(() => false);
+  const manager = await jetstreamManager(nc);
+  for (const stream of [name, `${name}_CHANGELOG`, `KV_${name}_directory`, `KV_${name}_leases`]) await manager.streams.delete(stream).catch(() => false);
   streams.delete(name);
 }
 
 /** One scenario: a fresh pair, `n` events through `transport` at `rate` (0 = as fast as possible). */
 async function scenario(transport, { n, rate, label }) {
-  const { entry, feed } = TRANSPORT[transport];
+  const { entry, feed, cluster = false } = TRANSPORT[transport];
   const names = feed === 'nats' ? uniqueNames(label) : null;
-  const pair = await startPair(`${transport}-${label}`, names, entry);
+  const pair = await startPair(`${transport}-${label}`, names, entry, cluster);
   try {
     const tag = `${label}${randomBytes(3).toString('hex')}`;
     const produce = (count, runTag) => {
-      if (feed === 'nats') return runProducer('publisher', { NATS_URL, PREFIX: names.prefix, N: String(count), RATE: String(rate), IN_FLIGHT: String(IN_FLIGHT), TAG: runTag });
+      if (feed === 'nats') return runProducer('publisher', { NATS_URL, PREFIX: names.prefix, ...(cluster ? { PARTITIONS: String(PARTITIONS) } : {}), N: String(count), RATE: String(rate), IN_FLIGHT: String(IN_FLIGHT), TAG: runTag });
       if (feed === 'batch') return runProducer('batch', { TARGET: pair.url, API_KEY, N: String(count), RATE: '0', CONCURRENCY: String(BATCH_CONCURRENCY), BATCH: String(BATCH) });
       return runProducer('loadgen', { TARGET: pair.url, API_KEY, N: String(count), RATE: String(rate), CONCURRENCY: String(CONCURRENCY), TAG: runTag });
     };
@@ -351,7 +363,8 @@ async function scenario(transport, { n, rate, label }) {
     // The rest of the machine: the producer, the receiver and (NATS paths) nats-server share the 2 cores.
     const machineCores = busyCores(machine0, machineCpu(), wallS);
     const natsCores = natsPid ? (cpuSeconds(natsPid) - nats0) / wallS : NaN;
-    const consumer = names ? await consumerSettled(names) : null;
+    // A cluster node consumes with a durable per partition: its acks are checked by bench:cluster's runs.
+    const consumer = names && !cluster ? await consumerSettled(names) : null;
     const seconds = (s.last_at - producer.first_send_at) / 1000;
     return {
       transport, n, rate, warmup: WARMUP,
@@ -443,8 +456,8 @@ async function main() {
     rounds: ROUNDS,
     nats_per_s: natsPerS,
     embedded_per_s: embeddedPerS,
-    nats_rounds: results.throughput.nats.map((r) => r.perS),
-    embedded_rounds: results.throughput.embedded.map((r) => r.perS),
+    nats_rounds: throughputOf('nats').map((r) => r.perS),
+    embedded_rounds: throughputOf('embedded').map((r) => r.perS),
     ratio,
     target_ratio: 0.7,
     target_met: ratio === null ? null : ratio >= 0.7,
@@ -457,6 +470,9 @@ async function main() {
     floor_nats_to_floor_batch: rounded(ratioInRounds('floor-nats', 'floor-batch')),
     nats_to_floor_nats: rounded(ratioInRounds('nats', 'floor-nats')),
     batch_to_floor_batch: rounded(ratioInRounds('batch', 'floor-batch')),
+    cluster_to_nats: rounded(ratioInRounds('cluster', 'nats')),
+    floor_cluster_to_floor_nats: rounded(ratioInRounds('floor-cluster', 'floor-nats')),
+    target_cluster_to_nats: 0.8,
     target_nats_to_batch: 0.8,
     rate: RATE,
     rate_seconds: RATE_SECONDS,
@@ -475,6 +491,7 @@ async function main() {
   process.stdout.write(`\nNATS JetStream ingest vs embedded (median of ${ROUNDS} rounds, N=${N}):\n`);
   process.stdout.write(`  throughput  nats ${natsPerS}/s  embedded ${embeddedPerS}/s  ratio ${ratio} (target >= 0.70: ${summary.target_met ? 'met' : 'missed'})\n`);
   for (const name of TRANSPORTS) process.stdout.write(`  ${name.padEnd(12)} ${summary.per_s[name]}/s, ${summary.cpu_ms_per_delivery[name]} CPU ms per delivery, serve ${summary.serve_cores[name]} of the machine's ${summary.machine_cores[name]} busy cores (rounds: ${summary.rounds_per_s[name].join(', ')})\n`);
+  if (summary.cluster_to_nats !== null) process.stdout.write(`  cluster, 1 node / NATS (issue 12: >= 0.8), median of the rounds' ratios: Hookline ${summary.cluster_to_nats}${summary.floor_cluster_to_floor_nats !== null ? `, the floor ${summary.floor_cluster_to_floor_nats}` : ''}\n`);
   if (summary.nats_to_batch !== null) process.stdout.write(`  NATS / batch (issue 12: >= 0.8), median of the rounds' ratios: Hookline ${summary.nats_to_batch}${summary.floor_nats_to_floor_batch !== null ? `, the floor ${summary.floor_nats_to_floor_batch}` : ''}\n`);
   if (summary.nats_p50_ms !== null) process.stdout.write(`  latency at ${RATE}/s (median of ${ROUNDS} rounds)  nats p50 ${summary.nats_p50_ms} ms p99 ${summary.nats_p99_ms} ms  embedded p50 ${summary.embedded_p50_ms} ms p99 ${summary.embedded_p99_ms} ms\n`);
   process.stdout.write(`${JSON.stringify(summary)}\n`);

@@ -23,12 +23,20 @@
 // HOOKLINE_NATS_DURABLE; at most 256 messages a turn are parsed and put, and once they are on disk each
 // is acked, its verdict published (README, NATS mode: part of Hookline's contract) and its attempt sent.
 //
+// With HOOKLINE_CLUSTER=1 as well (the contender "floor-cluster"), what cluster mode adds to that by
+// contract: each hand-over's events and deliveries are appended to a JetStream changelog (stream
+// `<HOOKLINE_NATS_STREAM>_CHANGELOG`, subject `<HOOKLINE_CLUSTER_SUBJECT_PREFIX>.0.log`), and a message
+// is acked only once both LMDB and JetStream hold it; each attempt's outcome is appended as a step.
+// Appends are group-committed as Hookline's are (one batch in flight, the others wait and go
+// together): this is one partition's changelog, what one project's traffic uses.
+//
 // Routes (all the benches use): GET /healthz, PUT /v1/webhook, GET /v1/webhook/secret, POST
 // /v1/events, POST /v1/events/batch (one commit per request). Env: HOOKLINE_PORT, HOOKLINE_HOST,
 // HOOKLINE_DATA_DIR, HOOKLINE_API_KEY (as `serveEnv` sets them). Argument: `serve` (ignored).
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import { open } from 'lmdb';
+import { pack } from 'msgpackr';
 import { Pool } from 'undici';
 
 const env = process.env;
@@ -72,9 +80,11 @@ function store(input, now) {
   const eventId = input.id ?? nextId('evt');
   const deliveryId = nextId('msg');
   const envelope = JSON.stringify({ version: 'v1', id: eventId, type: input.type, metadata: input.metadata ?? {}, data: input.data, timestamp: new Date(now).toISOString() });
-  events.put(eventId, { id: eventId, type: input.type, createdAt: now, envelope });
-  deliveries.put(deliveryId, { eventId, status: 'pending', attempts: 0, createdAt: now, nextAttemptAt: now });
-  return { eventId, deliveryId, envelope };
+  const event = { id: eventId, type: input.type, createdAt: now, envelope };
+  const delivery = { id: deliveryId, eventId, status: 'pending', attempts: 0, createdAt: now, nextAttemptAt: now };
+  events.put(eventId, event);
+  deliveries.put(deliveryId, delivery);
+  return { eventId, deliveryId, envelope, event, delivery };
 }
 
 /** Resolves once everything put so far is committed and on disk. */
@@ -92,8 +102,10 @@ function send({ eventId, deliveryId, envelope }) {
   const finish = () => {
     const now = Date.now();
     const succeeded = status >= 200 && status < 300;
-    attempts.put(`${deliveryId}:1`, { at: started, status, durationMs: now - started });
+    const attempt = { at: started, status, durationMs: now - started };
+    attempts.put(`${deliveryId}:1`, attempt);
     deliveries.put(deliveryId, { eventId, status: succeeded ? 'succeeded' : 'retrying', attempts: 1, createdAt: started, nextAttemptAt: succeeded ? null : now + 5000 });
+    changelog?.append([['s', 'default', { id: deliveryId, changes: [{ status: succeeded ? 'succeeded' : 'retrying', attempt }] }]]);
   };
   webhook.pool.dispatch(
     {
@@ -153,6 +165,43 @@ const server = http.createServer(async (request, response) => {
     answer(response, 500, { error: { code: 'internal_error', message: String(error), details: [] } });
   }
 });
+/** Cluster mode's changelog (see the top of this file), or null on a single node. */
+let changelog = null;
+
+/** One partition's changelog on JetStream: appends group-committed, one publish in flight. */
+async function openChangelog(connection, manager, jetstream) {
+  const { StorageType } = await import('@nats-io/jetstream');
+  const name = `${env.HOOKLINE_NATS_STREAM ?? 'HOOKLINE_EVENTS'}_CHANGELOG`;
+  const subject = `${env.HOOKLINE_CLUSTER_SUBJECT_PREFIX ?? 'hookline.cluster'}.0.log`;
+  if (!(await manager.streams.info(name).catch(() => null))) await manager.streams.add({ name, subjects: [subject], storage: StorageType.File });
+  const js = jetstream(connection);
+  let waiting = [];
+  let waiters = [];
+  let inFlight = false;
+  const flush = () => {
+    if (inFlight || waiting.length === 0) return;
+    inFlight = true;
+    const [records, settle] = [waiting, waiters];
+    [waiting, waiters] = [[], []];
+    js.publish(subject, Buffer.concat(records.map((record) => pack(record)))).then(
+      () => settle.forEach(([resolve]) => resolve()),
+      (error) => settle.forEach(([, reject]) => reject(error)),
+    ).finally(() => {
+      inFlight = false;
+      flush();
+    });
+  };
+  return {
+    /** Resolves once JetStream has stored the batch holding `records`. */
+    append(records) {
+      waiting.push(...records);
+      const stored = new Promise((resolve, reject) => waiters.push([resolve, reject]));
+      flush();
+      return stored;
+    },
+  };
+}
+
 /** JetStream ingest, as Hookline's NATS transport does it (see the top of this file). */
 async function consumeNats() {
   const { connect, nanos } = await import('@nats-io/transport-node');
@@ -164,6 +213,7 @@ async function consumeNats() {
   const manager = await jetstreamManager(connection);
   if (!(await manager.streams.info(stream).catch(() => null))) await manager.streams.add({ name: stream, subjects: [`${prefix}.>`], storage: StorageType.File, duplicate_window: nanos(120_000) });
   await manager.consumers.add(stream, { durable_name: durableName, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, filter_subject: `${prefix}.>`, max_ack_pending: 2048, ack_wait: nanos(30_000) });
+  if (env.HOOKLINE_CLUSTER === '1') changelog = await openChangelog(connection, manager, jetstream);
   const messages = await (await jetstream(connection).consumers.get(stream, durableName)).consume({ max_messages: 512 });
   const decoder = new TextDecoder();
   let arrived = [];
@@ -172,13 +222,17 @@ async function consumeNats() {
     if (arrived.length > 0) setImmediate(handOver);
     const now = Date.now();
     const stored = batch.map((message) => ({ message, item: store(JSON.parse(decoder.decode(message.data)), now) }));
-    durable().then(() => {
+    const replicated = changelog ? changelog.append(stored.flatMap(({ item }) => [['e', 'default', item.event], ['d', 'default', item.delivery]])) : null;
+    Promise.all([durable(), replicated]).then(() => {
       for (const { message, item } of stored) {
         message.ack();
-        const projectId = message.subject.slice(prefix.length + 1);
+        const projectId = message.subject.slice(message.subject.lastIndexOf('.') + 1);
         connection.publish(`_HOOKLINE.verdicts.${prefix}.${item.eventId}`, JSON.stringify({ verdict: 'accepted', id: item.eventId, projectId, deliveryId: item.deliveryId, duplicate: false }));
         send(item);
       }
+    }, () => {
+      // Not stored everywhere: JetStream sends them again.
+      for (const { message } of stored) message.nak(1000);
     });
   };
   const consumed = (async () => {
