@@ -4,9 +4,10 @@ import type { ErrorDetail } from '../errors.js';
 /**
  * The one check of whether a node may take more deliveries into memory and write new records now:
  * ingest asks it, and so do the recovery operations (retry, redrive, replay), which bring
- * deliveries back into memory and write to the store just as an ingest does. Neither may carry the
- * node past HOOKLINE_MAX_LIVE_DELIVERIES (503 `overloaded`) or HOOKLINE_MAX_DATA_SIZE and the
- * disk's reserve (503 `storage_full`).
+ * deliveries back into memory and write to the store just as an ingest does. None may start on a
+ * draining node (503 `shutting_down`: what it writes after the drain would meet a closed store), nor
+ * carry the node past HOOKLINE_MAX_LIVE_DELIVERIES (503 `overloaded`) or HOOKLINE_MAX_DATA_SIZE and
+ * the disk's reserve (503 `storage_full`).
  */
 
 /** The refusal of a node that is shutting down (SIGTERM): it takes nothing new while it drains. */

@@ -54,7 +54,6 @@ const LIVE_STATUSES: readonly DeliveryStatus[] = ['pending', 'delivering', 'retr
 
 const silentLogger: Logger = { info() {}, warn() {}, error() {} };
 
-
 export function hashApiKey(apiKey: string): string {
   // One-shot: every API request hashes its key, and a Hash object cost about 0.5 µs more.
   return hash('sha256', apiKey, 'hex');
