@@ -73,7 +73,7 @@ SIGTERM or SIGINT drains in-flight attempts, flushes LMDB and exits 0.`,
         // execs this process): a repeat must neither start a second drain nor kill this one.
         if (draining) return;
         draining = true;
-        log.info({ signal }, 'draining: no new events, finishing in-flight attempts');
+        log.info({ signal }, 'draining: no new events, retries, redrives, replays or webhook changes; finishing in-flight attempts');
         node.close().then(resolve, (error: unknown) => {
           log.error({ err: error }, 'shutdown failed');
           process.exitCode = 1;
