@@ -18,8 +18,12 @@
 //        batch        Hookline fed BENCH_BATCH (100) events per POST /v1/events/batch, BENCH_BATCH_CONCURRENCY
 //                     (8) in flight (bench/engine/loadgen.mjs, as `npm run bench`): issue 12's target is
 //                     NATS >= 0.8x this, so both are measured in the same run;
-//        floor-nats, floor-batch   the same two loads on bench/engine/floor.mjs, the contract's floor
-//                     (nothing of Hookline): whether 0.8x is reachable by any implementation here.
+//        cluster      Hookline `serve --cluster`, one node of a cluster of its own (HOOKLINE_PARTITIONS,
+//                     64), the default project, fed by the publisher on partitioned subjects: issue 12's
+//                     target is >= 0.8x `nats`;
+//        floor-nats, floor-batch, floor-cluster   the same loads on bench/engine/floor.mjs, the
+//                     contract's floor (nothing of Hookline; floor-cluster adds cluster mode's changelog):
+//                     whether 0.8x is reachable by any implementation here.
 //   2. Latency at a fixed BENCH_RATE (1,000/s) for BENCH_RATE_SECONDS (10), open loop: the event's
 //      data carries `sentAt` (taken just before the publish / POST); p50/p99 of receipt - sentAt.
 //   Both scenarios run BENCH_ROUNDS rounds, the two transports taking turns (first one, then the
@@ -27,7 +31,8 @@
 //   last line of JSON. Each NATS scenario checks that the consumer acked everything, then deletes its stream.
 //
 // Env: BENCH_NATS_URL (nats://127.0.0.1:4222), BENCH_N (20000), BENCH_ROUNDS (3), BENCH_RATE (1000),
-//      BENCH_TRANSPORTS (nats,embedded,batch,floor-nats,floor-batch), BENCH_BATCH (100), BENCH_BATCH_CONCURRENCY (8),
+//      BENCH_TRANSPORTS (nats,embedded,batch,cluster,floor-nats,floor-batch,floor-cluster), BENCH_BATCH (100),
+//      BENCH_BATCH_CONCURRENCY (8), BENCH_LEASE (5s, the cluster node's HOOKLINE_LEASE_TTL),
 //      BENCH_RATE_SECONDS (10), BENCH_IN_FLIGHT (256), BENCH_CONCURRENCY (64), BENCH_SKIP (comma list
 //      of: latency, throughput), BENCH_WARMUP (2000), BENCH_PROFILE=1 (--cpu-prof on the Hookline child, kept with the
 //      logs), BENCH_KEEP=1 (keep temp dirs and logs). HOOKLINE_* variables reach the serve processes.

@@ -28,7 +28,9 @@
 // `<HOOKLINE_NATS_STREAM>_CHANGELOG`, subject `<HOOKLINE_CLUSTER_SUBJECT_PREFIX>.0.log`), and a message
 // is acked only once both LMDB and JetStream hold it; each attempt's outcome is appended as a step.
 // Appends are group-committed as Hookline's are (one batch in flight, the others wait and go
-// together): this is one partition's changelog, what one project's traffic uses.
+// together): this is one partition's changelog, what one project's traffic uses. Left out: the
+// fencing header, and the attempt's start, which Hookline appends (and awaits) before each send so
+// that a new owner logs an attempt that may have reached the receiver.
 //
 // Routes (all the benches use): GET /healthz, PUT /v1/webhook, GET /v1/webhook/secret, POST
 // /v1/events, POST /v1/events/batch (one commit per request). Env: HOOKLINE_PORT, HOOKLINE_HOST,
@@ -105,7 +107,8 @@ function send({ eventId, deliveryId, envelope }) {
     const attempt = { at: started, status, durationMs: now - started };
     attempts.put(`${deliveryId}:1`, attempt);
     deliveries.put(deliveryId, { eventId, status: succeeded ? 'succeeded' : 'retrying', attempts: 1, createdAt: started, nextAttemptAt: succeeded ? null : now + 5000 });
-    changelog?.append([['s', 'default', { id: deliveryId, changes: [{ status: succeeded ? 'succeeded' : 'retrying', attempt }] }]]);
+    // A step lost with a failed append is the next owner's to redo: nothing waits on it here.
+    changelog?.append([['s', 'default', { id: deliveryId, changes: [{ status: succeeded ? 'succeeded' : 'retrying', attempt }] }]]).catch(() => {});
   };
   webhook.pool.dispatch(
     {
