@@ -42,6 +42,11 @@ export interface ProjectActorDeps {
    */
   retentionCutoffId: () => string;
   /**
+   * Whether the node has begun to stop (SIGTERM): from that moment it takes nothing new, before
+   * its actors drain (which waits for the transports to stop).
+   */
+  nodeStopping: () => boolean;
+  /**
    * Cluster mode: whether this node may act for the project right now (its partition's lease is
    * valid). Checked before every attempt, so a node that lost its lease starts none.
    * @default always

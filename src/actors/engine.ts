@@ -153,11 +153,10 @@ export class Engine implements BatchEventSink {
         liveBudget: this.liveBudget,
         ingestsInFlight: this.ingestsInFlight,
         retentionCutoffId: () => this.retentionCutoffId(),
+        nodeStopping: () => this.stopping !== null,
         ...(this.ownership ? { mayAct: () => this.owns(projectId) } : {}),
       });
       this.actors.set(projectId, actor);
-      // Made after the stop began (a retry for a project nobody used yet): it refuses as the others do.
-      if (this.stopping) void actor.drain(0);
     }
     return actor;
   }

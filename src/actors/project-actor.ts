@@ -64,7 +64,9 @@ export class ProjectActor {
       save: () => Promise.resolve(),
     });
     const lifecycle = this.lifecycle;
-    this.admission = { liveBudget: deps.liveBudget, store: deps.store, get isDraining() { return lifecycle.isDraining; } };
+    // The node's stop counts from its start: an actor made after it (a project nobody used since
+    // the start) refuses too, and none takes anything in while the transports stop.
+    this.admission = { liveBudget: deps.liveBudget, store: deps.store, get isDraining() { return deps.nodeStopping() || lifecycle.isDraining; } };
     this.recovery = new ProjectRecovery({
       projectId,
       deps,
@@ -92,14 +94,14 @@ export class ProjectActor {
   // Configuration -------------------------------------------------------------------------------
 
   async configure(input: ConfigureInput): Promise<Webhook> {
-    if (this.lifecycle.isDraining) throw shuttingDownError('the webhook was not changed');
+    if (this.admission.isDraining) throw shuttingDownError('the webhook was not changed');
     const webhook = configureWebhook(this.webhook, input, this.deps.clock.now());
     await this.saveWebhook(webhook);
     return webhook;
   }
 
   async rotateSecret(graceSeconds: number): Promise<{ secret: string; previousSecretExpiresAt: number }> {
-    if (this.lifecycle.isDraining) throw shuttingDownError('the secret was not rotated');
+    if (this.admission.isDraining) throw shuttingDownError('the secret was not rotated');
     const current = this.requireWebhook();
     const { webhook, previousSecretExpiresAt } = rotateSecret(current, graceSeconds, this.deps.clock.now());
     await this.saveWebhook(webhook);
