@@ -1,3 +1,4 @@
+import type { Logger } from '../logger.js';
 import type { HooklineStore } from '../store/store.js';
 import type { LiveBudget } from './admission.js';
 import type { AttemptOutcome, SendRequest } from '../transport/http-sender.js';
@@ -12,12 +13,6 @@ import type { Webhook } from './webhook-settings.js';
 
 export interface DeliverySender {
   send(request: SendRequest): Promise<AttemptOutcome>;
-}
-
-export interface Logger {
-  info(object: object, message?: string): void;
-  warn(object: object, message?: string): void;
-  error(object: object, message?: string): void;
 }
 
 export interface ProjectActorDeps {

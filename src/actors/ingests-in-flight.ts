@@ -1,11 +1,5 @@
 import type { FirstIngest } from './envelope.js';
-import type { IngestAnswer } from '../store/records.js';
-
-export interface IngestResult {
-  answer: IngestAnswer;
-  /** True when the event id was seen before with the same body: nothing new was stored. */
-  duplicate: boolean;
-}
+import type { IngestResult } from '../transport/types.js';
 
 /** An ingest of an event id, from the moment it is made until it is stored and replicated, or refused. */
 export interface IngestInFlight extends FirstIngest {

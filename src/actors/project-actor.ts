@@ -6,13 +6,13 @@ import { newDeliveryId, newEventId } from '../store/ids.js';
 import type { DeliveryChange, DeliveryRecord, DeliverySchedule, EventRecord, IngestAnswer } from '../store/records.js';
 import type { EventType } from '../sdk/types.js';
 import type { EventInput } from '../transport/event-input.js';
+import type { IngestResult } from '../transport/types.js';
 import type { ProjectActorDeps } from './actor-deps.js';
 import type { AdmissionState } from './admission.js';
 import { admissionRefusal, shuttingDownError } from './admission.js';
 import { DeliveryLifecycle } from './delivery-lifecycle.js';
 import type { FirstIngest } from './envelope.js';
 import { firstIngestOf, isRepeatOf } from './envelope.js';
-import type { IngestResult } from './ingests-in-flight.js';
 import { liveFromSchedule } from './live-delivery.js';
 import { nextDeliveryId } from './ordered-line.js';
 import { ProjectRecovery } from './project-recovery.js';
@@ -21,8 +21,7 @@ import { configureWebhook, operationalTarget, rotateSecret, withWebhookDefaults 
 import type { OperationalEventData, OperationalEventType } from './operational-events.js';
 import { operationalEnvelope, operationalStoreId } from './operational-events.js';
 
-export type { DeliverySender, Logger, ProjectActorDeps } from './actor-deps.js';
-export type { IngestResult } from './ingests-in-flight.js';
+export type { DeliverySender, ProjectActorDeps } from './actor-deps.js';
 
 /**
  * One project's actor. It owns the project's configuration snapshot and its live deliveries, and is

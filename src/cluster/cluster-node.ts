@@ -5,7 +5,7 @@ import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Engine } from '../actors/engine.js';
 import { hashApiKey } from '../actors/engine.js';
-import type { Logger } from '../actors/project-actor.js';
+import type { Logger } from '../logger.js';
 import type { Settings } from '../config/settings.js';
 import { HooklineError } from '../errors.js';
 import { partitionOf } from '../sdk/partition.js';

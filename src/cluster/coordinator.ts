@@ -1,4 +1,4 @@
-import type { Logger } from '../actors/project-actor.js';
+import type { Logger } from '../logger.js';
 import type { CoordinatorLeases } from './lease-keeper.js';
 import { desiredPartitions } from './rendezvous.js';
 

@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import type { Logger } from '../actors/actor-deps.js';
+import type { Logger } from '../logger.js';
 import { HooklineError } from '../errors.js';
 import type { NatsAccess } from '../transport/nats-access.js';
 import { natsStartError } from '../transport/nats-start-error.js';

@@ -1,4 +1,4 @@
-import type { Logger } from '../actors/actor-deps.js';
+import type { Logger } from '../logger.js';
 import type { PartitionLeases, RenewOutcome } from './leases.js';
 
 /** What the renewal loop reports: a partition this node must stop acting for, and why. */

@@ -1,6 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { Logger } from '../actors/actor-deps.js';
+import type { Logger } from '../logger.js';
 import { connectNats } from '../transport/nats-connection.js';
 import { ensureKv, kvKeyLister, reachJetStream } from '../transport/nats-streams.js';
 import { LeaseRenewal } from './lease-renewal.js';

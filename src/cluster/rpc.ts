@@ -1,5 +1,5 @@
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import type { Logger } from '../actors/actor-deps.js';
+import type { Logger } from '../logger.js';
 import { HooklineError, loggedError, withRequestId } from '../errors.js';
 import { requestIdGenerator } from '../http/request-ids.js';
 

@@ -1,7 +1,6 @@
 import { HooklineError } from '../errors.js';
-import type { IngestResult } from '../actors/project-actor.js';
 import type { EventInput } from './event-input.js';
-import type { BatchEventSink, InboundTransport } from './types.js';
+import type { BatchEventSink, InboundTransport, IngestResult } from './types.js';
 
 const notTakingEvents = () => new HooklineError('HOOKLINE_ERR_SHUTTING_DOWN', 'this node is not taking events (starting or draining); send again shortly');
 

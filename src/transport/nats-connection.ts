@@ -4,7 +4,7 @@ import { connect as tlsConnect, createSecureContext } from 'node:tls';
 import { connect, credsAuthenticator, nkeyAuthenticator, nkeys } from '@nats-io/transport-node';
 import type { Authenticator, ConnectionOptions, NatsConnection, TlsOptions } from '@nats-io/transport-node';
 import { z } from 'zod';
-import type { Logger } from '../actors/project-actor.js';
+import type { Logger } from '../logger.js';
 import { HooklineError } from '../errors.js';
 import { natsAuthMode } from './nats-access.js';
 import { seedUrls } from './nats-seeds.js';

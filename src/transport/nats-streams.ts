@@ -3,7 +3,7 @@ import type { ConsumerConfig, JetStreamManager, StreamConfig, StreamInfo } from 
 import { Kvm } from '@nats-io/kv';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { Logger } from '../actors/actor-deps.js';
+import type { Logger } from '../logger.js';
 import { HooklineError } from '../errors.js';
 
 /**

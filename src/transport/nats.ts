@@ -2,7 +2,7 @@ import { AckPolicy, DeliverPolicy, StorageType, jetstream } from '@nats-io/jetst
 import type { ConsumerMessages, JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { Logger } from '../actors/project-actor.js';
+import type { Logger } from '../logger.js';
 import { isHooklineError } from '../errors.js';
 import type { HooklineError } from '../errors.js';
 import { eventInputSchema } from './event-input.js';

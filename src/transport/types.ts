@@ -1,6 +1,12 @@
-import type { IngestResult } from '../actors/project-actor.js';
-import type { RejectedEventRecord } from '../store/records.js';
+import type { IngestAnswer, RejectedEventRecord } from '../store/records.js';
 import type { EventInput } from './event-input.js';
+
+/** What an accepted event is answered with. */
+export interface IngestResult {
+  answer: IngestAnswer;
+  /** True when the event id was seen before with the same body: nothing new was stored. */
+  duplicate: boolean;
+}
 
 export type Rejection = Omit<RejectedEventRecord, 'id' | 'receivedAt'>;
 

@@ -2,12 +2,11 @@ import { AckPolicy, StorageType, jetstream, jetstreamManager } from '@nats-io/je
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { IngestResult } from '../../src/actors/project-actor.js';
 import { HooklineError } from '../../src/errors.js';
 import { publishEvent } from '../../src/sdk/nats.js';
 import type { EventInput } from '../../src/transport/event-input.js';
 import { MAX_MESSAGES_PER_TURN, NatsTransport } from '../../src/transport/nats.js';
-import type { EventSink, Rejection } from '../../src/transport/types.js';
+import type { EventSink, IngestResult, Rejection } from '../../src/transport/types.js';
 import { decodeVerdict, verdictSubjectPrefix } from '../../src/transport/verdict.js';
 import type { EventVerdict } from '../../src/transport/verdict.js';
 import { SHARED_NATS_URL, connectNats, deleteStreams, uniqueNatsNames, waitForConsumerDrained } from '../helpers/nats.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { IngestResult } from '../../actors/project-actor.js';
+import type { IngestResult } from '../../transport/types.js';
 import { HooklineError } from '../../errors.js';
 import { eventInputSchema, type EventInput } from '../../transport/event-input.js';
 import { answerError, toHooklineError } from '../error-answer.js';
