@@ -1,4 +1,3 @@
-import { statfsSync } from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { countProjectKeys } from './key-revocation.js';
 import { isTerminalDelivery } from '../machines/index.js';
@@ -7,9 +6,9 @@ import { commitFailureCause, installCommitFailureGuard, observed } from './lmdb-
 import type { DeliveryIdentity } from './delivery-model.js';
 import { headOf } from './delivery-model.js';
 import { DeliveryTables } from './delivery-tables.js';
-import { FixedDelayTimers } from '../fixed-delay-timers.js';
-import type { TimerEntry } from '../fixed-delay-timers.js';
-import { WriteGroup } from './write-group.js';
+import { DiskQuota } from './disk-quota.js';
+import { DurableWrites } from './durable-writes.js';
+import { listRejectedEvents } from './rejected-events.js';
 import { openTable } from './tables.js';
 import type { DeliveryChange, DeliveryHead, DeliveryRecord, DeliverySchedule, EventRecord, ProjectRecord, RejectedEventRecord, WebhookRecord } from './records.js';
 
@@ -52,28 +51,6 @@ export type RestoredRecord =
   | { kind: 'event'; record: EventRecord }
   | { kind: 'webhook'; record: WebhookRecord };
 
-/** How often the used size is re-read from LMDB's stats: often enough for a quota, cheap on ingest. */
-const QUOTA_CHECK_INTERVAL_MS = 250;
-
-/** Free space kept on the data directory's filesystem: ingest stops there (the smaller of the two). */
-const DISK_RESERVE_MAX_BYTES = 128 * 1024 * 1024;
-const DISK_RESERVE_FRACTION = 0.05;
-/** About what one ingest takes on disk: its envelope, and the rest of its records and the pages its commit copies. */
-const ingestDiskBytes = (envelopeBytes: number): number => envelopeBytes + 8 * 1024;
-/**
- * How long a commit's flush may take before durability is confirmed by an explicit sync instead:
- * lmdb-js never settles the flush promise of a batch whose write failed, so after a failed commit
- * an acknowledged write (or a close) would otherwise wait forever.
- */
-const FLUSH_CONFIRM_MS = 1000;
-/**
- * How long a delivery's commit may stay unsettled before it is reported as failed. lmdb-js settles
- * no write of a batch whose commit ends in an error status of its write thread (it only prints it,
- * e.g. EIO from a full tmpfs), so a writer awaiting one would wait forever. Writing the steps again
- * is safe: a step written again lands on the same log keys (`applyDeliveryChanges`).
- */
-const DELIVERY_COMMIT_CONFIRM_MS = 2000;
-
 /**
  * LMDB persistence. Writes are asynchronous and lmdb-js commits every write issued in one event-loop
  * turn in one transaction, so concurrent ingests share a commit (and its fsync) instead of paying one
@@ -101,27 +78,12 @@ export class HooklineStore {
   /** Set by a cluster node; null on a single node. */
   replicator: StoreReplicator | null = null;
   private readonly path: string;
-  private readonly maxDataBytes: number;
-  private quotaCheckedAt = 0;
-  private overQuota = false;
-  private overLimit = false;
-  private diskFull = false;
-  /** Room above the reserve at the last reading of the filesystem, less the ingests not committed then. */
-  private diskHeadroom = Infinity;
-  /** `ingestDiskBytes` of the ingests begun since that reading. */
-  private ingestedSinceDiskRead = 0;
-  /** `ingestDiskBytes` of the ingests not yet committed, which a reading of the free space cannot see. */
-  private ingestingBytes = 0;
-  /** The bounds on a flush and on a delivery commit, each on one timer for all. */
-  private readonly flushConfirm = new FixedDelayTimers(FLUSH_CONFIRM_MS);
-  private readonly deliveryCommitConfirm = new FixedDelayTimers(DELIVERY_COMMIT_CONFIRM_MS);
-  /** Set while `ingestTogether` runs: the ingests it makes are issued in one batch. */
-  private together: WriteGroup<{ durable(): Promise<void> }> | null = null;
+  private readonly diskQuota: DiskQuota;
+  private readonly durableWrites: DurableWrites;
 
   constructor(options: StoreOptions) {
     installCommitFailureGuard();
     this.path = options.path;
-    this.maxDataBytes = options.maxDataBytes ?? 0;
     // noSubdir: false always: lmdb-js guesses from a dot in the last path part (`hookline.d`, most
     // `mktemp -d` names) that the path is a file, and then cannot open the directory.
     this.root = open({ path: options.path, noSubdir: false, ...(options.mapSize ? { mapSize: options.mapSize } : {}) });
@@ -134,44 +96,16 @@ export class HooklineStore {
     this.deliveriesByStatus = this.deliveryTables.byStatus;
     this.rejectedEvents = openTable(this.root, 'rejected-events');
     this.deliveryTables.convertWholeRecords();
+    this.diskQuota = new DiskQuota(this.root, options.path, options.maxDataBytes ?? 0);
+    this.durableWrites = new DurableWrites(this.root);
   }
 
   /**
-   * True when the used pages of the environment exceed `maxDataBytes` (re-read every 250 ms), or
-   * when the filesystem of the data directory is down to its reserve. The reserve keeps LMDB from
-   * ever meeting a full disk on an ingest: lmdb-js can corrupt its own memory on a write that fails
-   * with ENOSPC, and the deliveries already stored need room for their state changes.
-   *
-   * The free space is re-read every 250 ms and, in between, as soon as the ingests since could
-   * have used a quarter of the room left above the reserve; ingests not yet committed count as
-   * used. Read on time alone, it let a fast ingest (6.5 MB in 250 ms on Node 24, in the tmpfs
-   * test) or a burst of concurrent ones run through the whole reserve to the disk's end.
+   * True when the store's size exceeds `maxDataBytes` or the data directory's filesystem is down
+   * to its reserve: ingest then refuses new events (`DiskQuota.isOverQuota`).
    */
   isOverQuota(): boolean {
-    const now = performance.now();
-    if (now - this.quotaCheckedAt >= QUOTA_CHECK_INTERVAL_MS) {
-      this.quotaCheckedAt = now;
-      const stats = this.root.getStats() as { lastPageNumber: number; pageSize: number };
-      this.overLimit = this.maxDataBytes > 0 && stats.lastPageNumber * stats.pageSize >= this.maxDataBytes;
-      this.overQuota = this.overLimit || this.diskAtReserve();
-    } else if (this.ingestedSinceDiskRead >= this.diskHeadroom / 4) {
-      this.overQuota = this.overLimit || this.diskAtReserve();
-    }
-    return this.overQuota;
-  }
-
-  private diskAtReserve(): boolean {
-    try {
-      const { bavail, bsize, blocks } = statfsSync(this.path);
-      const reserve = Math.min(DISK_RESERVE_MAX_BYTES, blocks * bsize * DISK_RESERVE_FRACTION);
-      const free = bavail * bsize - this.ingestingBytes;
-      this.diskFull = free < reserve;
-      this.diskHeadroom = Math.max(0, free - reserve);
-      this.ingestedSinceDiskRead = 0;
-    } catch {
-      // No reading (a filesystem without statfs, a transient error): the last one stands.
-    }
-    return this.diskFull;
+    return this.diskQuota.isOverQuota();
   }
 
   // Projects and keys -------------------------------------------------------------------------
@@ -257,20 +191,16 @@ export class HooklineStore {
    * that failed for want of space rejects with an error whose `code` is `ENOSPC`.
    */
   async writeIngest(projectId: string, event: EventRecord, delivery: DeliveryRecord | null): Promise<void> {
-    const diskBytes = ingestDiskBytes(event.envelope.byteLength);
-    this.ingestedSinceDiskRead += diskBytes;
-    this.ingestingBytes += diskBytes;
+    const diskBytes = this.diskQuota.ingestBegun(event.envelope.byteLength);
     try {
-      const puts = () => {
+      await this.durableWrites.write(() => {
         this.events.put([projectId, event.id], event);
         if (delivery) this.deliveryTables.putWholeRecord(projectId, delivery);
-      };
-      if (this.together) await (await this.together.add(puts)).durable();
-      else await this.issueDurably(puts)();
+      });
     } catch (error) {
       throw await commitFailureCause(error, this.path);
     } finally {
-      this.ingestingBytes -= diskBytes;
+      this.diskQuota.ingestEnded(diskBytes);
     }
     if (this.replicator) await this.replicateIngest(this.replicator, projectId, event, delivery);
   }
@@ -296,52 +226,7 @@ export class HooklineStore {
    * write thread.
    */
   ingestTogether<T>(ingestAll: () => T): T {
-    const group = new WriteGroup((writeAll) => ({ durable: this.issueDurably(writeAll) }));
-    this.together = group;
-    try {
-      return ingestAll();
-    } finally {
-      this.together = null;
-      group.close();
-    }
-  }
-
-  /**
-   * Issues `puts` in a batch of their own; the returned wait (made once, however often it is
-   * called) resolves once that batch is committed and on disk.
-   */
-  private issueDurably(puts: () => void): () => Promise<void> {
-    // A batch, not a transaction: an async transaction's callback runs on this thread, so LMDB's
-    // write thread (and every write queued behind it) waited for the event loop to come round.
-    const commit = observed(this.root.batch(puts));
-    // With overlappingSync a commit is visible before it is on disk; an acknowledged event must be
-    // on disk. Its own batch's flush, taken now: read after the commit, `flushed` is the newest
-    // batch's, which attempt commits keep joining (that wait was the p99 at 1,000/s).
-    const flushed = this.flushOfCurrentBatch();
-    let durable: Promise<void> | null = null;
-    return () => (durable ??= commit.then(() => this.durable(flushed)));
-  }
-
-  /**
-   * The flush of the batch the writes issued so far in this turn belong to. `flushed` is a thenable
-   * whose `then` picks the batch when called, so it is called now, not when awaited.
-   */
-  private flushOfCurrentBatch(): Promise<boolean> {
-    // Never rejects (it may be left unawaited when the commit fails): false sends `durable` to a sync.
-    return new Promise((resolve) => void this.root.flushed.then(() => resolve(true), () => resolve(false)));
-  }
-
-  /** Resolves once `flushed` (by default: every commit so far) is on disk, or failing that in time, an explicit sync. */
-  private async durable(flushed: Promise<boolean> = this.flushOfCurrentBatch()): Promise<void> {
-    let timer!: TimerEntry;
-    const late = new Promise<false>((resolve) => (timer = this.flushConfirm.add(() => resolve(false))));
-    try {
-      if (await Promise.race([flushed, late])) return;
-    } finally {
-      this.flushConfirm.cancel(timer);
-    }
-    const root = this.root as unknown as { sync(callback: (error?: Error | null) => void): void };
-    await new Promise<void>((resolve, reject) => root.sync((error) => (error ? reject(error) : resolve())));
+    return this.durableWrites.inOneBatch(ingestAll);
   }
 
   /** Stores a replay: a new delivery of a stored event, linked from the event. */
@@ -396,16 +281,11 @@ export class HooklineStore {
   async applyDeliveryChanges(projectId: string, identity: DeliveryIdentity, storedStatus: DeliveryStatus, changes: readonly DeliveryChange[], again = false): Promise<void> {
     if (changes.length === 0) return;
     const commit = observed(this.root.batch(() => this.deliveryTables.putSteps(projectId, identity, storedStatus, changes, again)));
-    let timer!: TimerEntry;
-    const unconfirmed = new Promise<never>((_, reject) => {
-      timer = this.deliveryCommitConfirm.add(() => reject(new Error(`LMDB commit not confirmed within ${DELIVERY_COMMIT_CONFIRM_MS} ms`)));
-    });
     try {
-      await Promise.race([commit, unconfirmed]);
+      // Unsettled after 2 s counts as failed: lmdb-js settles no write of a batch whose commit erred.
+      await this.durableWrites.confirmedDeliveryCommit(commit);
     } catch (error) {
       throw await commitFailureCause(error, this.path);
-    } finally {
-      this.deliveryCommitConfirm.cancel(timer);
     }
   }
 
@@ -469,31 +349,7 @@ export class HooklineStore {
 
   /** Rejected events of one project (or of all, when projectId is null), newest first, before `beforeId`. */
   listRejectedEvents(projectId: string | null, limit: number, beforeId?: string): RejectedEventRecord[] {
-    if (projectId === null) return this.listAllRejectedEvents(limit, beforeId);
-    const range = this.rejectedEvents.getRange({ start: [projectId, beforeId ?? '\uffff'], end: [projectId, ''], reverse: true });
-    const page: RejectedEventRecord[] = [];
-    for (const { value } of range) {
-      if (beforeId !== undefined && value.id >= beforeId) continue;
-      page.push(value);
-      if (page.length === limit) break;
-    }
-    return page;
-  }
-
-  /**
-   * Every project's rejected events, newest first. Keys sort by project before id, so a key-order
-   * scan is not time order (and a cursor over it would skip other projects' records): keep the
-   * `limit` newest ids below the cursor over one pass instead (an admin diagnostic, not a hot path).
-   */
-  private listAllRejectedEvents(limit: number, beforeId?: string): RejectedEventRecord[] {
-    let newest: RejectedEventRecord[] = [];
-    const byIdDescending = (a: RejectedEventRecord, b: RejectedEventRecord) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
-    for (const { value } of this.rejectedEvents.getRange()) {
-      if (beforeId !== undefined && value.id >= beforeId) continue;
-      newest.push(value);
-      if (newest.length >= 2 * limit) newest = newest.sort(byIdDescending).slice(0, limit);
-    }
-    return newest.sort(byIdDescending).slice(0, limit);
+    return listRejectedEvents(this.rejectedEvents, projectId, limit, beforeId);
   }
 
   /** How many deliveries of every project `counted` accepts are in `status` (a metrics reading, not a hot path). */
@@ -544,7 +400,7 @@ export class HooklineStore {
 
   async close(): Promise<void> {
     // Bounded: after a failed commit (a full disk) lmdb-js never settles `flushed`.
-    await this.durable().catch(() => {});
+    await this.durableWrites.durable().catch(() => {});
     await this.root.close();
   }
 }
