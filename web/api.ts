@@ -33,7 +33,7 @@ export class DashboardApi {
     return (await this.client.getStats(signal ? { signal } : {})).counts;
   }
 
-  /** How many dead letters a redrive with this filter would start again, and whether the node has room for them now; changes nothing. */
+  /** How many dead letters a redrive with this filter would start again, and whether the project has room for them now; changes nothing. */
   async previewRedrive(filter: RedriveFilterInput, signal?: AbortSignal): Promise<{ count: number; fits: boolean }> {
     const result = await this.client.redriveDeadLetters({ ...filter, dryRun: true }, signal ? { signal } : {});
     return { count: result.wouldRedrive ?? 0, fits: result.fits ?? true };

@@ -1,6 +1,5 @@
 import type { Logger } from '../logger.js';
 import type { HooklineStore } from '../store/store.js';
-import type { LiveBudget } from './admission.js';
 import type { AttemptOutcome, SendRequest } from '../transport/http-sender.js';
 import type { Clock } from './clock.js';
 import type { DeliveryScheduler } from './delivery-scheduler.js';
@@ -27,8 +26,12 @@ export interface ProjectActorDeps {
   retryJitter: boolean;
   disableAfterMs: number;
   endpointConcurrency: number;
-  /** Shared by every actor of the engine: deliveries held in memory, and the most allowed. */
-  liveBudget: LiveBudget;
+  /** Waiting deliveries one project may have (HOOKLINE_MAX_WAITING_PER_PROJECT). */
+  maxWaitingPerProject: number;
+  /** Waiting deliveries a lifecycle holds in memory at most; the rest wait on disk (delivery-window.ts). */
+  deliveryWindow: number;
+  /** Shared by every actor of the engine: how many deliveries are held in memory (a gauge). */
+  heldDeliveries: { count: number };
   /** Shared by every actor of the engine: ingests of event ids not yet stored and replicated. */
   ingestsInFlight: IngestsInFlight;
   /**

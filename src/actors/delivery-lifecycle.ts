@@ -2,17 +2,19 @@ import { HooklineError } from '../errors.js';
 import { isoTime } from '../iso-time.js';
 import { deliveryTable, isTerminalDelivery } from '../machines/index.js';
 import type { DeliveryEventType, DeliveryStatus, DeliveryStep } from '../machines/index.js';
+import type { WaitingEntry } from '../store/delivery-tables.js';
 import type { AttemptRecord, DeliveryChange, DeliveryHead, TransitionRecord, WebhookRecord } from '../store/records.js';
 import type { AttemptOutcome } from '../transport/http-sender.js';
 import { maskUrlCredentials } from '../transport/url-credentials.js';
 import type { ProjectActorDeps, WebhookHolder } from './actor-deps.js';
 import { AttemptRequests } from './attempt-request.js';
+import { DeliveryWindow, DUE_HORIZON_MS } from './delivery-window.js';
 import { DeliveryWriter } from './delivery-writer.js';
 import { endpointHealthAfter } from './endpoint-health.js';
 import { LifecycleDrain } from './lifecycle-drain.js';
 import { LiveIndex } from './live-index.js';
 import type { LiveDelivery } from './live-delivery.js';
-import { NO_STEPS, identityOf, liveFromHead } from './live-delivery.js';
+import { NO_STEPS, identityOf, liveFromHead, liveFromSchedule } from './live-delivery.js';
 import { decideRetry, unrecordedStartWaitMs } from './retry-policy.js';
 import { projectOfStoreId } from './operational-events.js';
 import type { OperationalNotify } from './operational-events.js';
@@ -28,9 +30,14 @@ import { ReadyLine } from './ready-line.js';
  * A live delivery moves on the compiled delivery table (the XState machine, without its per-step
  * cost). The table names effects (`scheduleRetry`, `makeDueNow`, `startRound`, `recordDeadLetter`);
  * `runEffects` gives them meaning here. Every handler changes state synchronously before its first
- * `await`, so handlers never interleave halfway through a change. Deliveries stay in memory until
- * their terminal state is committed, so anything not in memory can be read from LMDB as it is.
+ * `await`, so handlers never interleave halfway through a change. A delivery in memory stays there
+ * until its latest step is committed, so anything not in memory can be read from LMDB as it is;
+ * which waiting deliveries are in memory at all is the window's (delivery-window.ts): the rest wait
+ * on disk, and memory does not grow with a backlog.
  */
+
+/** The statuses of a delivery not yet final: it waits, held in memory or on disk. */
+export const WAITING_STATUSES = ['pending', 'delivering', 'retrying'] as const;
 
 const HTTP_GONE = 410;
 
@@ -44,6 +51,10 @@ export class DeliveryLifecycle {
   private readonly drainer: LifecycleDrain;
   /** Starts that could not be recorded since the last one that was (the restart's backoff). */
   private unrecordedStarts = 0;
+  /** Which waiting deliveries are held in memory; the rest wait on disk (delivery-window.ts). */
+  private readonly window: DeliveryWindow;
+  /** Deliveries not yet final, held or on disk: what HOOKLINE_MAX_WAITING_PER_PROJECT bounds. */
+  private waitingCount: number;
 
   constructor(
     readonly projectId: string,
@@ -54,10 +65,30 @@ export class DeliveryLifecycle {
     this.line = new ReadyLine(this.live, config.webhook()?.ordering ?? 'unordered', () => this.pump());
     // Out of time (steps still failing to commit): stop writing before the store closes.
     this.drainer = new LifecycleDrain(this.attempting, () => this.writer.abandon());
+    const live = this.live;
+    const line = this.line;
+    this.window = new DeliveryWindow(projectId, deps.store, deps.clock, deps.deliveryWindow, {
+      get heldCount() {
+        return live.size;
+      },
+      holds: (id) => live.get(id) !== undefined,
+      get ordered() {
+        return line.ordered;
+      },
+      load: (entry) => this.loadFromDisk(entry),
+      onError: (error) => deps.logger.error({ err: error, projectId }, 'could not remove stale due index entries; they are skipped when read'),
+    });
+    this.waitingCount = deps.store.deliveryTables.countInStatuses(projectId, WAITING_STATUSES);
   }
 
+  /** Deliveries held in memory (waiting, and final ones whose last step is still being written). */
   get liveCount(): number {
     return this.live.size;
+  }
+
+  /** Deliveries not yet final, held in memory or waiting on disk. */
+  get waiting(): number {
+    return this.waitingCount;
   }
 
   /** Deliveries of operational events (to `operationalUrl`): theirs is the lifecycle without `notify`. */
@@ -93,24 +124,45 @@ export class DeliveryLifecycle {
   /** The configuration changed: signing keys are derived again, held attempts may start. */
   configurationChanged(): void {
     this.requests.forgetKeys();
+    const ordered = this.line.ordered;
     this.line.setOrdering(this.config.webhook()?.ordering ?? 'unordered');
+    if (this.line.ordered !== ordered) this.window.reorder();
     this.pump();
   }
 
-  /** Takes a committed, non-terminal delivery into memory and onto the ready queue or the scheduler. */
-  admit(head: DeliveryHead, envelope: Uint8Array | null): LiveDelivery {
+  /**
+   * A new delivery, committed: into memory and onto the ready queue or the scheduler, or left on
+   * disk when the window is full or older ones wait there (the window reads it back in turn).
+   */
+  admit(head: DeliveryHead, envelope: Uint8Array | null): void {
+    this.waitingCount++;
+    if (!this.window.mayHoldNew()) {
+      this.window.unheld(head.id, head.status, head.nextAttemptAt);
+      return;
+    }
     const delivery = liveFromHead(head, envelope);
     this.hold(delivery);
     this.scheduleOrQueue(delivery);
-    return delivery;
   }
 
-  /** Takes a delivery resumed from LMDB at start into memory (see `admit`); cheapest in ascending id order. */
-  resume(delivery: LiveDelivery): LiveDelivery {
+  /** At start, or when this node takes the project's partition over: the waiting deliveries are read from disk into the window. */
+  startFromDisk(): void {
+    this.window.startFromDisk();
+  }
+
+  /**
+   * Takes a waiting delivery read from disk into memory (cheapest in ascending id order, as a
+   * restart reads them). One caught mid-attempt (stored `delivering`) is attempted again.
+   */
+  private loadFromDisk({ id, status, schedule }: WaitingEntry): void {
+    if (this.live.get(id)) return;
+    const delivery = liveFromSchedule(id, status, schedule);
     this.line.resumed();
     this.hold(delivery, true);
     this.scheduleOrQueue(delivery);
-    return delivery;
+    // The stored status decides: a due `pending`/`retrying` delivery is already `delivering` again
+    // here, its new attempt started by `scheduleOrQueue`, and must not be taken for an interrupted one.
+    if (status === 'delivering') this.step(delivery, 'ATTEMPT_INTERRUPTED');
   }
 
   /** Due time reached (from the scheduler). Stale entries (rescheduled since) are ignored. */
@@ -124,8 +176,12 @@ export class DeliveryLifecycle {
   private scheduleOrQueue(delivery: LiveDelivery): void {
     if (delivery.status !== 'pending' && delivery.status !== 'retrying') return;
     const dueAt = delivery.nextAttemptAt ?? 0;
-    if (dueAt <= this.deps.clock.now()) this.enqueue(delivery);
-    else this.deps.scheduler.schedule(dueAt, this.projectId, delivery.id);
+    const now = this.deps.clock.now();
+    // Due beyond the horizon: it leaves memory once its step is stored (`evictIfIdle`), and the
+    // window reads it back in time; the heap holds only what is due soon. Ordered ones stay.
+    delivery.dueOnDisk = dueAt > now + DUE_HORIZON_MS && !this.line.ordered;
+    if (dueAt <= now) this.enqueue(delivery);
+    else if (!delivery.dueOnDisk) this.deps.scheduler.schedule(dueAt, this.projectId, delivery.id);
   }
 
   private enqueue(delivery: LiveDelivery): void {
@@ -142,7 +198,8 @@ export class DeliveryLifecycle {
     }
     while (this.attempting.size < this.deps.endpointConcurrency && this.line.length > 0) {
       const delivery = this.line.shift()!;
-      if (delivery.status === 'pending' || delivery.status === 'retrying') this.startAttempt(delivery);
+      // One that left memory while due (over the window) is skipped: the window reads it back.
+      if ((delivery.status === 'pending' || delivery.status === 'retrying') && this.live.get(delivery.id) === delivery) this.startAttempt(delivery);
     }
   }
 
@@ -247,7 +304,9 @@ export class DeliveryLifecycle {
     const now = this.deps.clock.now();
     // A new round (retry, redrive) joins the ordered line at its tail, also when the dead letter is
     // still held (its last step being written): held, it kept its old place ahead of later ones.
-    if (isTerminalDelivery(delivery.status) && !isTerminalDelivery(step.state)) this.release(delivery.id);
+    const wasFinal = isTerminalDelivery(delivery.status);
+    if (wasFinal !== isTerminalDelivery(step.state)) this.waitingCount += wasFinal ? 1 : -1;
+    if (wasFinal && !isTerminalDelivery(step.state)) this.release(delivery.id);
     delivery.status = step.state;
     delivery.counters = step.context;
     delivery.nextAttemptAt = null;
@@ -278,25 +337,43 @@ export class DeliveryLifecycle {
     return committed;
   }
 
-  /** A writer stopped: a terminal delivery whose steps are all stored leaves memory. */
+  /** A writer stopped: a terminal delivery whose steps are all stored leaves memory, and so may a waiting one (`evictIfIdle`). */
   private written(delivery: LiveDelivery): void {
-    const stored = delivery.unwritten.length === 0;
-    if (stored && (delivery.status === 'succeeded' || delivery.status === 'dead_lettered') && this.live.get(delivery.id) === delivery) this.release(delivery.id);
+    if (this.live.get(delivery.id) !== delivery || delivery.unwritten.length > 0) return;
+    if (delivery.status === 'succeeded' || delivery.status === 'dead_lettered') this.release(delivery.id);
+    else this.evictIfIdle(delivery);
   }
 
-  /** The actor is being dropped (its partition moved): its deliveries no longer count against the budget. */
-  dropFromBudget(): void {
+  /**
+   * A waiting delivery with nothing in flight and every step stored leaves memory for the disk
+   * when it was not due within the horizon when scheduled (`dueOnDisk`), or when the window holds more than its size (a retry,
+   * redrive or interrupted attempt brings deliveries in past it). The window reads it back in
+   * turn. Ordered delivery keeps its line in memory: its head must be the oldest.
+   */
+  private evictIfIdle(delivery: LiveDelivery): void {
+    if ((delivery.status !== 'pending' && delivery.status !== 'retrying') || delivery.writing || this.attempting.has(delivery) || this.line.ordered) return;
+    if (!delivery.dueOnDisk && this.live.size <= this.window.size) return;
+    if (delivery.queued) this.line.forget(delivery);
+    this.release(delivery.id);
+    this.window.unheld(delivery.id, delivery.status, delivery.nextAttemptAt);
+  }
+
+  /** The actor is being dropped (its partition moved): its deliveries leave memory, on disk for the next owner. */
+  dropFromMemory(): void {
     this.writer.abandon();
-    this.deps.liveBudget.count -= this.live.size;
+    this.window.stop();
+    this.deps.heldDeliveries.count -= this.live.size;
     this.live.clear();
   }
 
   private hold(delivery: LiveDelivery, resumed = false): void {
-    if (resumed ? this.live.resume(delivery) : this.live.set(delivery.id, delivery)) this.deps.liveBudget.count++;
+    if (resumed ? this.live.resume(delivery) : this.live.set(delivery.id, delivery)) this.deps.heldDeliveries.count++;
   }
 
   private release(deliveryId: string): void {
-    if (this.live.delete(deliveryId)) this.deps.liveBudget.count--;
+    if (!this.live.delete(deliveryId)) return;
+    this.deps.heldDeliveries.count--;
+    this.window.requestRefill();
   }
 
   /** The machine's named effects, bound to this actor's scheduler and clock. */
@@ -372,6 +449,8 @@ export class DeliveryLifecycle {
 
   /** Stops starting attempts; resolves once none is in flight and the tracked writes settled, or at the deadline (lifecycle-drain.ts). */
   drain(deadlineMs: number): Promise<void> {
+    // Nothing more is read from disk: the store closes after the drain.
+    this.window.stop();
     return this.drainer.drain(deadlineMs);
   }
 }

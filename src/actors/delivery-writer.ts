@@ -111,7 +111,7 @@ export class DeliveryWriter {
         const steps = delivery.unwritten.slice(0, this.writable(delivery));
         const changes = steps.map((step) => step.change);
         try {
-          await this.store.applyDeliveryChanges(this.projectId, identityOf(this.store, this.projectId, delivery), delivery.storedStatus, changes, again);
+          await this.store.applyDeliveryChanges(this.projectId, identityOf(this.store, this.projectId, delivery), delivery.storedStatus, changes, again, delivery.storedDueAt);
         } catch (error) {
           for (const step of steps) step.waiter?.reject(error);
           for (const step of steps) step.waiter = null;
@@ -125,7 +125,9 @@ export class DeliveryWriter {
         delivery.unwritten.splice(0, steps.length);
         // Back to the shared empty list: an emptied array keeps its backing store, for every retrying delivery.
         if (delivery.unwritten.length === 0) delivery.unwritten = NO_STEPS;
-        delivery.storedStatus = changes.at(-1)!.status;
+        const last = changes.at(-1)!;
+        delivery.storedStatus = last.status;
+        delivery.storedDueAt = last.status === 'retrying' ? last.nextAttemptAt : null;
         try {
           // A start appended on its own is not appended again (a restore takes the steps in order).
           await this.replicate(delivery, steps[0]!.appended ? changes.slice(1) : changes);

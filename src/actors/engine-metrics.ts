@@ -19,10 +19,11 @@ export class EngineMetrics {
   });
 
   /** Gauges read live values when scraped, so the hot path never updates them. */
-  constructor(readings: { liveDeliveries: () => number; readyQueueDepth: () => number; scheduledRetries: () => number; deadLettered: () => number }) {
+  constructor(readings: { liveDeliveries: () => number; waitingDeliveries: () => number; readyQueueDepth: () => number; scheduledRetries: () => number; deadLettered: () => number }) {
     const gauge = (name: string, help: string, read: () => number) =>
       new Gauge({ name, help, registers: [this.registry], collect() { this.set(read()); } });
-    gauge('hookline_live_deliveries', 'Deliveries held in memory (not terminal)', readings.liveDeliveries);
+    gauge('hookline_live_deliveries', 'Deliveries held in memory (waiting ones due soon or in flight; the rest wait on disk)', readings.liveDeliveries);
+    gauge('hookline_waiting_deliveries', 'Deliveries not yet final (pending, delivering, retrying), in memory or on disk, of the projects this node serves', readings.waitingDeliveries);
     gauge('hookline_ready_queue_depth', 'Deliveries due now, waiting for a free slot or a paused endpoint', readings.readyQueueDepth);
     gauge('hookline_scheduled_retries', 'Entries in the retry scheduler heap', readings.scheduledRetries);
     gauge('hookline_dead_lettered_deliveries', 'Deliveries in the dead-letter queue', readings.deadLettered);

@@ -14,8 +14,7 @@ import type { EventInput } from '../transport/event-input.js';
 import { isBlockedAddress } from '../transport/address-guard.js';
 import { HttpSender } from '../transport/http-sender.js';
 import type { BatchEventSink, InboundTransport, IngestResult, Rejection } from '../transport/types.js';
-import type { LiveBudget } from './admission.js';
-import { liveRoom, shuttingDownError } from './admission.js';
+import { shuttingDownError } from './admission.js';
 import type { Clock } from './clock.js';
 import { systemClock } from './clock.js';
 import { DeliveryScheduler } from './delivery-scheduler.js';
@@ -23,6 +22,7 @@ import { EngineMetrics } from './engine-metrics.js';
 import { IngestsInFlight } from './ingests-in-flight.js';
 import type { DeliverySender } from './project-actor.js';
 import { ProjectActor } from './project-actor.js';
+import { WAITING_STATUSES } from './delivery-lifecycle.js';
 import { operationalStoreId, projectOfStoreId } from './operational-events.js';
 import { settled } from '../settled.js';
 
@@ -50,8 +50,6 @@ export interface EngineOptions {
 const DEFAULT_PROJECT_ID = 'default';
 const PRUNE_INTERVAL_MS = 10 * 60_000;
 const PRUNE_BATCH = 10_000;
-/** The statuses a restart resumes. */
-const LIVE_STATUSES: readonly DeliveryStatus[] = ['pending', 'delivering', 'retrying'];
 
 const silentLogger: Logger = { info() {}, warn() {}, error() {} };
 
@@ -77,7 +75,8 @@ export class Engine implements BatchEventSink {
   private readonly sender: DeliverySender & { close?(): Promise<void> };
   private readonly logger: Logger;
   private readonly random: () => number;
-  private readonly liveBudget: LiveBudget;
+  /** Deliveries held in memory by every actor (a gauge); the rest of the waiting ones are on disk. */
+  private readonly heldDeliveries = { count: 0 };
   private readonly ingestsInFlight = new IngestsInFlight();
   private readonly ownership: EngineOptions['ownership'];
   private readonly transports: InboundTransport[];
@@ -102,14 +101,14 @@ export class Engine implements BatchEventSink {
     this.transports = options.transports ?? [];
     this.scheduler = new DeliveryScheduler(this.clock, (entry) => this.actors.get(projectOfStoreId(entry.projectId))?.onDue(entry.deliveryId, entry.dueAt));
     this.metrics = new EngineMetrics({
-      liveDeliveries: () => this.liveBudget.count,
+      liveDeliveries: () => this.heldDeliveries.count,
+      waitingDeliveries: () => this.sumOverActors((actor) => actor.waiting),
       readyQueueDepth: () => this.sumOverActors((actor) => actor.readyCount),
       scheduledRetries: () => this.scheduler.size,
       // Of the projects this node serves: in a cluster its store keeps what it served before a partition moved.
       deadLettered: () => this.store.countByStatus('dead_lettered', (projectId) => this.owns(projectId)),
     });
     this.random = options.random ?? Math.random;
-    this.liveBudget = { count: 0, max: settings.maxLiveDeliveries };
     this.ownership = options.ownership;
   }
 
@@ -151,7 +150,9 @@ export class Engine implements BatchEventSink {
         retryJitter: this.settings.retryJitter,
         disableAfterMs: this.settings.disableAfterMs,
         endpointConcurrency: this.settings.endpointConcurrency,
-        liveBudget: this.liveBudget,
+        maxWaitingPerProject: this.settings.maxWaitingPerProject,
+        deliveryWindow: this.settings.deliveryWindow,
+        heldDeliveries: this.heldDeliveries,
         ingestsInFlight: this.ingestsInFlight,
         retentionCutoffId: () => this.retentionCutoffId(),
         nodeStopping: () => this.stopping !== null,
@@ -199,17 +200,14 @@ export class Engine implements BatchEventSink {
 
   /**
    * A redrive's dry run: how many deliveries it would start now, and whether they fit in the room
-   * HOOKLINE_MAX_LIVE_DELIVERIES leaves on this node (a redrive that does not fit is refused whole).
+   * HOOKLINE_MAX_WAITING_PER_PROJECT leaves the project (a redrive that does not fit is refused whole).
    */
   redrivePreview(projectId: string, filter: DeadLetterFilter): { wouldRedrive: number; fits: boolean } {
     const actor = this.actors.get(projectId);
-    // Without an actor none of the project's deliveries is in memory: each one redriven would be taken in.
-    const stored = () => {
-      const count = countDeadLetters(this.store, projectId, withinRetention(filter, this.retentionCutoffId()));
-      return { wouldRedrive: count, adding: count };
-    };
-    const { wouldRedrive, adding } = actor ? actor.recovery.redrivePreview(filter) : stored();
-    return { wouldRedrive, fits: adding <= liveRoom(this.liveBudget) };
+    // Without an actor nothing of the project is in memory: the store answers alone.
+    const wouldRedrive = actor ? actor.recovery.redrivePreview(filter) : countDeadLetters(this.store, projectId, withinRetention(filter, this.retentionCutoffId()));
+    const waiting = actor ? actor.waiting : this.store.deliveryTables.countInStatuses(projectId, WAITING_STATUSES);
+    return { wouldRedrive, fits: wouldRedrive <= Math.max(0, this.settings.maxWaitingPerProject - waiting) };
   }
 
   /** How many of a project's deliveries are in each status, an attempt in flight counted as `delivering`. */
@@ -287,25 +285,23 @@ export class Engine implements BatchEventSink {
 
   // Start, retention, stop ----------------------------------------------------------------------
 
-  /** Resumes the live deliveries of every stored project matching `owns` (their ids ascending, see live-index.ts); returns how many. */
+  /**
+   * Starts the projects matching `owns` that have waiting deliveries (at start, or as this node
+   * takes their partitions over): each one's actor reads what is due soon into memory, and the
+   * rest waits on disk (delivery-window.ts). Returns how many deliveries wait.
+   */
   resumeProjects(owns: (projectId: string) => boolean): number {
-    let resumed = 0;
+    let waiting = 0;
     for (const project of this.store.allProjects()) {
       if (!owns(project.id)) continue;
-      // The status index alone, in id order: no head or log is read (1,000,000 live resume in seconds).
-      // Made at the first live delivery: a project with none gets no actor until it is used.
-      let actor: ProjectActor | undefined;
-      this.store.forEachScheduleById(project.id, LIVE_STATUSES, (id, status, schedule) => {
-        (actor ??= this.actorFor(project.id)).restore(id, status, schedule);
-        resumed++;
-      });
-      this.store.forEachScheduleById(operationalStoreId(project.id), LIVE_STATUSES, (id, status, schedule) => {
-        (actor ??= this.actorFor(project.id)).restoreOperational(id, status, schedule);
-        resumed++;
-      });
+      const count = this.store.deliveryTables.countInStatuses(project.id, WAITING_STATUSES) + this.store.deliveryTables.countInStatuses(operationalStoreId(project.id), WAITING_STATUSES);
+      // A project with none gets no actor until it is used.
+      if (count === 0) continue;
+      this.actorFor(project.id).startFromDisk();
+      waiting += count;
     }
-    if (resumed > 0) this.logger.info({ resumed }, 'resumed live deliveries from LMDB');
-    return resumed;
+    if (waiting > 0) this.logger.info({ waiting, held: this.heldDeliveries.count }, 'resumed waiting deliveries from LMDB (those due soon into memory, the rest on disk)');
+    return waiting;
   }
 
   /**
@@ -317,7 +313,7 @@ export class Engine implements BatchEventSink {
     const leaving = [...this.actors.values()].filter((actor) => owns(actor.projectId));
     await Promise.all(leaving.map((actor) => actor.drain(this.settings.deliveryTimeoutMs + 1000)));
     for (const actor of leaving) {
-      actor.dropFromBudget();
+      actor.dropFromMemory();
       this.actors.delete(actor.projectId);
     }
   }

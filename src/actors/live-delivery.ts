@@ -14,6 +14,8 @@ export interface LiveDelivery {
   status: DeliveryStatus;
   /** The status LMDB holds (its status index entry) once the steps written so far are in. */
   storedStatus: DeliveryStatus;
+  /** The due time LMDB holds while it is stored `retrying` (its due index entry), else null. */
+  storedDueAt: number | null;
   counters: DeliveryCounters;
   nextAttemptAt: number | null;
   /** Held only until the first attempt, so a retrying delivery costs no envelope in memory. */
@@ -26,6 +28,8 @@ export interface LiveDelivery {
   attemptCount: number;
   /** A writer runs for this delivery: it alone writes its steps, so they land in order. */
   writing: boolean;
+  /** Due beyond the window's horizon when last scheduled: not in the scheduler's heap, it leaves memory once stored. */
+  dueOnDisk: boolean;
 }
 
 export interface UnwrittenStep {
@@ -66,6 +70,7 @@ export function liveFromHead(head: DeliveryHead, envelope: Uint8Array | null): L
     identity: { id: head.id, eventId: head.eventId, eventType: head.eventType, createdAt: head.createdAt },
     status: head.status,
     storedStatus: head.status,
+    storedDueAt: head.status === 'retrying' ? head.nextAttemptAt : null,
     counters: countersOf(head.attempts, head.roundAttempts, head.roundSize),
     nextAttemptAt: head.nextAttemptAt,
     envelope,
@@ -74,10 +79,11 @@ export function liveFromHead(head: DeliveryHead, envelope: Uint8Array | null): L
     transitionCount: head.transitionCount,
     attemptCount: head.attemptCount,
     writing: false,
+    dueOnDisk: false,
   };
 }
 
-/** A delivery as resumed at start from its status index entry. */
+/** A waiting delivery as read from disk (at start, or into its lifecycle's window) from its status index entry. */
 export function liveFromSchedule(id: string, status: DeliveryStatus, schedule: DeliverySchedule): LiveDelivery {
   const [nextAttemptAt, attempts, roundAttempts, roundSize, transitionCount, attemptCount] = schedule;
   return {
@@ -85,6 +91,7 @@ export function liveFromSchedule(id: string, status: DeliveryStatus, schedule: D
     identity: null,
     status,
     storedStatus: status,
+    storedDueAt: status === 'retrying' ? nextAttemptAt : null,
     counters: countersOf(attempts, roundAttempts, roundSize),
     nextAttemptAt,
     envelope: null,
@@ -93,6 +100,7 @@ export function liveFromSchedule(id: string, status: DeliveryStatus, schedule: D
     transitionCount,
     attemptCount,
     writing: false,
+    dueOnDisk: false,
   };
 }
 

@@ -10,10 +10,9 @@ import type { IngestResult } from '../transport/types.js';
 import type { ProjectActorDeps } from './actor-deps.js';
 import type { AdmissionState } from './admission.js';
 import { admissionRefusal, shuttingDownError } from './admission.js';
-import { DeliveryLifecycle } from './delivery-lifecycle.js';
+import { DeliveryLifecycle, WAITING_STATUSES } from './delivery-lifecycle.js';
 import type { FirstIngest } from './envelope.js';
 import { firstIngestOf, isRepeatOf } from './envelope.js';
-import { liveFromSchedule } from './live-delivery.js';
 import { nextDeliveryId } from './ordered-line.js';
 import { ProjectRecovery } from './project-recovery.js';
 import type { ConfigureInput, Webhook } from './webhook-settings.js';
@@ -65,7 +64,7 @@ export class ProjectActor {
     const lifecycle = this.lifecycle;
     // The node's stop counts from its start: an actor made after it (a project nobody used since
     // the start) refuses too, and none takes anything in while the transports stop.
-    this.admission = { liveBudget: deps.liveBudget, store: deps.store, get isDraining() { return deps.nodeStopping() || lifecycle.isDraining; } };
+    this.admission = { projectId, waiting: () => lifecycle.waiting, maxWaiting: deps.maxWaitingPerProject, store: deps.store, get isDraining() { return deps.nodeStopping() || lifecycle.isDraining; } };
     this.recovery = new ProjectRecovery({
       projectId,
       deps,
@@ -78,8 +77,14 @@ export class ProjectActor {
     });
   }
 
+  /** Deliveries held in memory, the project's and its operational ones. */
   get liveCount(): number {
     return this.lifecycle.liveCount + this.operational.liveCount;
+  }
+
+  /** The project's deliveries not yet final, held or on disk (HOOKLINE_MAX_WAITING_PER_PROJECT bounds them). */
+  get waiting(): number {
+    return this.lifecycle.waiting;
   }
 
   get readyCount(): number {
@@ -257,21 +262,20 @@ export class ProjectActor {
     (this.lifecycle.get(deliveryId) ? this.lifecycle : this.operational).onDue(deliveryId, dueAt);
   }
 
-  // Restart -------------------------------------------------------------------------------------
+  // Restart ------------------------------------------------------------------------------------
 
-  /** Resumes a delivery found live in LMDB at start (from its status index entry); one caught mid-attempt is attempted again. */
-  restore(deliveryId: string, status: DeliveryStatus, schedule: DeliverySchedule, lifecycle: DeliveryLifecycle = this.lifecycle): void {
-    // New ids sort after resumed ones even when this node's clock is behind the previous owner's.
-    if (deliveryId > this.lastDeliveryId) this.lastDeliveryId = deliveryId;
-    const delivery = lifecycle.resume(liveFromSchedule(deliveryId, status, schedule));
-    // The stored status decides: a due `pending`/`retrying` delivery is already `delivering` again
-    // here, its new attempt started by `admit`, and must not be taken for an interrupted one.
-    if (status === 'delivering') lifecycle.step(delivery, 'ATTEMPT_INTERRUPTED');
-  }
-
-  /** Resumes an operational delivery found live in LMDB at start (under the operational store id). */
-  restoreOperational(deliveryId: string, status: DeliveryStatus, schedule: DeliverySchedule): void {
-    this.restore(deliveryId, status, schedule, this.operational);
+  /**
+   * At start, or when this node takes the project's partition over: the waiting deliveries are
+   * read from disk into each lifecycle's window (one caught mid-attempt is attempted again).
+   */
+  startFromDisk(): void {
+    // New ids sort after the stored ones even when this node's clock is behind the previous owner's.
+    for (const storeId of [this.projectId, operationalStoreId(this.projectId)]) {
+      const lastStored = this.deps.store.deliveryTables.lastIdIn(storeId, WAITING_STATUSES);
+      if (lastStored > this.lastDeliveryId) this.lastDeliveryId = lastStored;
+    }
+    this.lifecycle.startFromDisk();
+    this.operational.startFromDisk();
   }
 
   // Shutdown ------------------------------------------------------------------------------------
@@ -284,10 +288,10 @@ export class ProjectActor {
     await Promise.all([this.lifecycle.drain(deadlineMs), this.operational.drain(deadlineMs)]);
   }
 
-  /** The actor is being dropped (its partition moved): its deliveries no longer count against the budget. */
-  dropFromBudget(): void {
-    this.lifecycle.dropFromBudget();
-    this.operational.dropFromBudget();
+  /** The actor is being dropped (its partition moved): its deliveries leave memory, on disk for the next owner. */
+  dropFromMemory(): void {
+    this.lifecycle.dropFromMemory();
+    this.operational.dropFromMemory();
   }
 }
 

@@ -71,8 +71,8 @@ export class ProjectRecovery {
           : `delivery ${deliveryId} is ${delivery.status}; it will be attempted without a retry`,
       );
     }
-    // Only a delivery not held (a dead letter out of memory) takes room; every retry writes its step.
-    const refusal = admissionRefusal(this.actor.admission, { adding: held ? 0 : 1, unchanged: `delivery ${deliveryId} was not retried` });
+    // Only a dead letter's new round adds a waiting delivery; every retry writes its step.
+    const refusal = admissionRefusal(this.actor.admission, { adding: delivery.status === 'dead_lettered' ? 1 : 0, unchanged: `delivery ${deliveryId} was not retried` });
     if (refusal) throw refusal;
     // The record as the RETRY step left it: re-reading the store could show a later step, since
     // the attempt it makes due may start (and commit) before this answer is sent.
@@ -82,7 +82,7 @@ export class ProjectRecovery {
 
   /**
    * Starts a new round for every dead-lettered delivery that matches; returns how many. All or
-   * none: when they do not all fit in the room HOOKLINE_MAX_LIVE_DELIVERIES leaves, none is
+   * none: when they do not all fit in the room HOOKLINE_MAX_WAITING_PER_PROJECT leaves, none is
    * started (a partial redrive would leave the rest dead without the operator noticing).
    */
   async redrive(filter: DeadLetterFilter): Promise<number> {
@@ -90,23 +90,17 @@ export class ProjectRecovery {
     // ready queue) in the order they are taken in, so an ordered endpoint would get them reversed.
     const redrivable = [...this.redrivable(filter)].sort((a, b) => (a.delivery.id < b.delivery.id ? -1 : 1));
     if (redrivable.length === 0) return 0;
-    const refusal = admissionRefusal(this.actor.admission, { adding: this.notHeld(redrivable), unchanged: 'nothing was redriven', overloaded: (room) => tooManyToRedrive(redrivable.length, room) });
+    const refusal = admissionRefusal(this.actor.admission, { adding: redrivable.length, unchanged: 'nothing was redriven', overloaded: (room) => tooManyToRedrive(this.projectId, redrivable.length, room) });
     if (refusal) throw refusal;
     const writes = redrivable.map(({ delivery, step }) => this.lifecycle.apply(delivery, 'REDRIVE', step));
     await Promise.all(writes);
     return writes.length;
   }
 
-  /** How many deliveries `redrive` with this filter would start now, and how many of them it would take into memory. */
-  redrivePreview(filter: DeadLetterFilter): { wouldRedrive: number; adding: number } {
-    const redrivable = [...this.redrivable(filter)];
-    return { wouldRedrive: redrivable.length, adding: this.notHeld(redrivable) };
-  }
-
-  /** How many of these deliveries are not in memory: a dead letter whose last step is still being written is held already. */
-  private notHeld(deliveries: Iterable<{ delivery: LiveDelivery }>): number {
+  /** How many deliveries `redrive` with this filter would start now. */
+  redrivePreview(filter: DeadLetterFilter): number {
     let count = 0;
-    for (const { delivery } of deliveries) if (!this.lifecycle.get(delivery.id)) count++;
+    for (const _ of this.redrivable(filter)) count++;
     return count;
   }
 
@@ -187,7 +181,7 @@ export class ProjectRecovery {
 }
 
 /** The `overloaded` refusal of a redrive that does not fit: how many it would start, how many fit, what to do. */
-function tooManyToRedrive(wouldRedrive: number, room: number): { message: string; details: ErrorDetail[] } {
-  const message = `the redrive would start ${wouldRedrive} dead letters, but this node has room for ${room} more live deliveries (HOOKLINE_MAX_LIVE_DELIVERIES); nothing was redriven. Narrow it with since, until or eventType (a dry run shows whether it fits), or send it again after Retry-After as live deliveries finish`;
-  return { message, details: [{ message, wouldRedrive, room }] };
+function tooManyToRedrive(projectId: string, wouldRedrive: number, room: number): { message: string; details: ErrorDetail[] } {
+  const message = `the redrive would start ${wouldRedrive} dead letters, but project ${projectId} has room for ${room} more waiting deliveries (HOOKLINE_MAX_WAITING_PER_PROJECT); nothing was redriven. Narrow it with since, until or eventType (a dry run shows whether it fits), or send it again after Retry-After as waiting deliveries finish`;
+  return { message, details: [{ message, projectId, wouldRedrive, room }] };
 }

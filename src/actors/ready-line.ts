@@ -18,6 +18,8 @@ export class ReadyLine {
   /** Deliveries were resumed from LMDB (in status order): the line is put in ingest order before its head is taken. */
   private lineUnsorted = false;
   private lineSortQueued = false;
+  /** Due deliveries that left memory while still in the ready queue, since it was last rebuilt. */
+  private forgotten = 0;
 
   constructor(
     private readonly live: LiveIndex<LiveDelivery>,
@@ -54,6 +56,20 @@ export class ReadyLine {
     delivery.queued = true;
     if (this.ordering === 'unordered') this.ready.push(delivery);
     return true;
+  }
+
+  /**
+   * A due delivery leaves memory before its attempt (the window is over its size): no longer marked
+   * due. The ready queue skips it (`shift` callers check it is still held); once such ones are most
+   * of the queue, it is rebuilt without them, so a paused endpoint's queue does not keep them.
+   */
+  forget(delivery: LiveDelivery): void {
+    delivery.queued = false;
+    if (this.ordering !== 'unordered' || ++this.forgotten < 1024 || this.forgotten * 2 < this.ready.length) return;
+    const kept = new FifoQueue<LiveDelivery>();
+    for (let next = this.ready.shift(); next; next = this.ready.shift()) if (next.queued) kept.push(next);
+    this.ready = kept;
+    this.forgotten = 0;
   }
 
   /** The next due delivery in the order it became due (unordered delivery), no longer marked due. */

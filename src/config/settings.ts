@@ -65,8 +65,10 @@ export interface Settings {
   endpointConcurrency: number;
   /** API requests per second per project (token bucket, bursts of one second); 0 turns it off. */
   rateLimit: number;
-  /** Deliveries held in memory at most; beyond it ingest answers 503. */
-  maxLiveDeliveries: number;
+  /** Waiting deliveries (not yet final) one project may have; beyond it that project's ingest and recovery answer 503. */
+  maxWaitingPerProject: number;
+  /** Waiting deliveries of one project held in memory at most; the rest wait on disk. */
+  deliveryWindow: number;
   /** Size of the data directory above which ingest answers 503; 0 for no limit. */
   maxDataBytes: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -161,10 +163,17 @@ const environmentSchema = z.object({
   HOOKLINE_DISABLE_AFTER: duration.default(5 * 24 * 3600_000),
   HOOKLINE_ENDPOINT_CONCURRENCY: wholeNumber(1, 10_000).default(50),
   HOOKLINE_RATE_LIMIT: wholeNumber(0).default(20_000),
-  HOOKLINE_MAX_LIVE_DELIVERIES: wholeNumber(1).default(1_000_000),
+  HOOKLINE_MAX_WAITING_PER_PROJECT: wholeNumber(1).default(10_000_000),
+  HOOKLINE_DELIVERY_WINDOW: wholeNumber(1).default(10_000),
   HOOKLINE_MAX_DATA_SIZE: byteSize.default(0),
   HOOKLINE_LOG_LEVEL: setting(`one of ${LOG_LEVELS.join(', ')}`, (text) => LOG_LEVELS.find((level) => level === text)).default('info'),
 });
+
+/** Settings of earlier versions, with what a start that sets one is told instead of "not a setting". */
+const RETIRED_SETTINGS: Readonly<Record<string, string>> = {
+  HOOKLINE_MAX_LIVE_DELIVERIES:
+    'HOOKLINE_MAX_LIVE_DELIVERIES is retired and ignored: waiting deliveries now wait on disk (memory holds those due soon), and the limit is per project, HOOKLINE_MAX_WAITING_PER_PROJECT (default 10000000); set that instead',
+};
 
 /** HOOKLINE_* variables that other commands and scripts read: not settings of `serve`, not typos. */
 const OTHER_KNOWN_VARIABLES = ['HOOKLINE_URL', 'HOOKLINE_DEBUG', 'HOOKLINE_NODE_CACHE'];
@@ -183,6 +192,8 @@ export function unknownSettingWarnings(environment: Record<string, string | unde
     .filter((variable) => variable.startsWith('HOOKLINE_') && !known.includes(variable))
     .sort()
     .map((variable) => {
+      const retired = RETIRED_SETTINGS[variable];
+      if (retired) return retired;
       const [closest] = known.map((candidate) => ({ candidate, distance: editDistance(variable, candidate) })).sort((a, b) => a.distance - b.distance);
       const suggestion = closest && closest.distance <= MAX_SUGGESTION_DISTANCE ? `; did you mean ${closest.candidate}?` : '; see the README\'s Settings for the names';
       return `${variable} is not a Hookline setting and is ignored${suggestion}`;
@@ -263,7 +274,8 @@ export function settingsFromEnvironment(environment: Record<string, string | und
     disableAfterMs: env.HOOKLINE_DISABLE_AFTER,
     endpointConcurrency: env.HOOKLINE_ENDPOINT_CONCURRENCY,
     rateLimit: env.HOOKLINE_RATE_LIMIT,
-    maxLiveDeliveries: env.HOOKLINE_MAX_LIVE_DELIVERIES,
+    maxWaitingPerProject: env.HOOKLINE_MAX_WAITING_PER_PROJECT,
+    deliveryWindow: env.HOOKLINE_DELIVERY_WINDOW,
     maxDataBytes: env.HOOKLINE_MAX_DATA_SIZE,
     logLevel: env.HOOKLINE_LOG_LEVEL,
   };

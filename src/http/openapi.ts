@@ -165,25 +165,25 @@ export const OPERATIONS: readonly Operation[] = [
     params: deliveryIdParams,
     answers: {
       202: { description: 'The delivery as the retry left it: `pending` (a dead letter\'s new round) or still `retrying`, due now (`nextAttemptAt` is the time of the retry).', json: 'Delivery' },
-      503: recoveryRefusal('the delivery is a dead letter, and HOOKLINE_MAX_LIVE_DELIVERIES deliveries are already live on the node owning the project'),
+      503: recoveryRefusal('the delivery is a dead letter, and the project already has HOOKLINE_MAX_WAITING_PER_PROJECT deliveries waiting'),
     },
     errors: [404, 409],
   },
   {
     method: 'post', path: '/v1/logs/webhook-deliveries/redrive', operationId: 'redriveDeadLetters', auth: 'project', summary: 'Redrive dead-lettered deliveries matching a filter',
-    description: 'Dead letters past HOOKLINE_RETENTION (counted from their creation) are left out, pruned or not. All or none: when the dead letters it would start do not all fit in the room HOOKLINE_MAX_LIVE_DELIVERIES leaves on the node, none is started (503 `overloaded`).',
+    description: 'Dead letters past HOOKLINE_RETENTION (counted from their creation) are left out, pruned or not. All or none: when the dead letters it would start do not all fit in the room HOOKLINE_MAX_WAITING_PER_PROJECT leaves the project, none is started (503 `overloaded`).',
     body: { component: 'RedriveRequest', optional: true },
     answers: {
       202: { description: 'How many started a new round.', json: 'RedriveResult' },
-      200: { description: 'With `dryRun: true`: how many would start (those past HOOKLINE_RETENTION left out) and whether they fit under HOOKLINE_MAX_LIVE_DELIVERIES now; nothing changes.', json: 'RedriveDryRunResult' },
-      503: recoveryRefusal('the dead letters it would start do not all fit in the room HOOKLINE_MAX_LIVE_DELIVERIES leaves on the node owning the project; the message and `details` (`wouldRedrive`, `room`) say how many it would start and how many fit: narrow it with `since`, `until` or `eventType`, or wait'),
+      200: { description: 'With `dryRun: true`: how many would start (those past HOOKLINE_RETENTION left out) and whether they fit under HOOKLINE_MAX_WAITING_PER_PROJECT now; nothing changes.', json: 'RedriveDryRunResult' },
+      503: recoveryRefusal('the dead letters it would start do not all fit in the room HOOKLINE_MAX_WAITING_PER_PROJECT leaves the project; the message and `details` (`wouldRedrive`, `room`) say how many it would start and how many fit: narrow it with `since`, `until` or `eventType`, or wait'),
     },
   },
   {
     method: 'post', path: '/v1/events/{eventId}/replay', operationId: 'replayEvent', auth: 'project', summary: 'Deliver a stored event again, as a new delivery',
     description: 'Takes no body: one sent is not read, whatever its type or size.',
     params: eventIdParams,
-    answers: { 202: { description: 'The new delivery.', json: 'ReplayResult' }, 503: recoveryRefusal('HOOKLINE_MAX_LIVE_DELIVERIES deliveries are already live on the node owning the project') }, errors: [404, 409],
+    answers: { 202: { description: 'The new delivery.', json: 'ReplayResult' }, 503: recoveryRefusal('the project already has HOOKLINE_MAX_WAITING_PER_PROJECT deliveries waiting') }, errors: [404, 409],
   },
   {
     method: 'get', path: '/v1/stats/delivery-states', operationId: 'getStats', auth: 'project', summary: 'How many of the project\'s deliveries are in each status',

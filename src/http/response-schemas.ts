@@ -120,7 +120,7 @@ export const redriveDryRunResponse = z.strictObject({
   fits: z
     .boolean()
     .optional()
-    .describe('Whether they fit in the room HOOKLINE_MAX_LIVE_DELIVERIES leaves on the node now; a redrive that does not fit is refused whole (503 `overloaded`). Always sent by this version; older ones leave it out.'),
+    .describe('Whether they fit in the room HOOKLINE_MAX_WAITING_PER_PROJECT leaves the project now; a redrive that does not fit is refused whole (503 `overloaded`). Always sent by this version; older ones leave it out.'),
 });
 
 export const replayResponse = z.strictObject({ deliveryId });

@@ -213,7 +213,7 @@ export class HooklineClient {
    * Starts a new round of attempts for every dead-lettered delivery matching `filter`
    * (`POST /v1/logs/webhook-deliveries/redrive`); no filter redrives them all. With `dryRun: true`
    * it changes nothing and answers in `wouldRedrive` how many it would start now, and in `fits`
-   * whether they fit under HOOKLINE_MAX_LIVE_DELIVERIES. A redrive that does not fit is refused
+   * whether they fit under HOOKLINE_MAX_WAITING_PER_PROJECT. A redrive that does not fit is refused
    * whole (503 `overloaded`, nothing redriven): narrow the filter or wait.
    */
   async redriveDeadLetters(filter: RedriveFilter = {}, options?: RequestOptions): Promise<RedriveResult> {

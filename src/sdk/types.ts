@@ -371,7 +371,7 @@ export interface RedriveResult {
   /** On a dry run, how many a redrive with the same filter would start now; `null` on a real redrive. */
   wouldRedrive: number | null;
   /**
-   * On a dry run, whether those fit in the room HOOKLINE_MAX_LIVE_DELIVERIES leaves on the node now
+   * On a dry run, whether those fit in the room HOOKLINE_MAX_WAITING_PER_PROJECT leaves the project now
    * (a redrive that does not fit is refused whole: `HooklineApiError` 503 `overloaded`). Absent on a
    * real redrive, and from a server too old to say.
    */

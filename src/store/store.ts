@@ -6,6 +6,7 @@ import { commitFailureCause, installCommitFailureGuard, observed } from './lmdb-
 import type { DeliveryIdentity } from './delivery-model.js';
 import { headOf } from './delivery-model.js';
 import { DeliveryTables } from './delivery-tables.js';
+import type { DueKey } from './delivery-tables.js';
 import { DiskQuota } from './disk-quota.js';
 import { DurableWrites } from './durable-writes.js';
 import { listRejectedEvents } from './rejected-events.js';
@@ -261,7 +262,10 @@ export class HooklineStore {
       } else {
         const previous = this.deliveries.get([projectId, restored.record.id]);
         if (previous && previous.transitionCount > restored.record.transitions.length) return;
-        if (previous) this.deliveriesByStatus.remove([projectId, previous.status, previous.id]);
+        if (previous) {
+          this.deliveriesByStatus.remove([projectId, previous.status, previous.id]);
+          this.deliveryTables.removeDue(projectId, previous.status, previous.nextAttemptAt, previous.id);
+        }
         this.deliveryTables.putWholeRecord(projectId, restored.record);
       }
     }));
@@ -273,14 +277,15 @@ export class HooklineStore {
    * from `storedStatus` (the status LMDB holds before them). Nothing is read: steps written again
    * after a commit that was never confirmed land on the same keys, so none is logged twice; `again`
    * says that they are such steps, whose earlier commit may have left the index at any of their statuses.
+   * `storedDueAt` is the due time LMDB holds for a stored `retrying` one (its due index entry moves).
    * A failed or unconfirmed commit rejects (with the cause, `code` `ENOSPC` when the disk is full),
    * and the caller writes the same steps again. Not replicated: the caller replicates with
    * `replicateDelivery` once the commit is done, so a replication failure is never taken for a
    * commit to redo.
    */
-  async applyDeliveryChanges(projectId: string, identity: DeliveryIdentity, storedStatus: DeliveryStatus, changes: readonly DeliveryChange[], again = false): Promise<void> {
+  async applyDeliveryChanges(projectId: string, identity: DeliveryIdentity, storedStatus: DeliveryStatus, changes: readonly DeliveryChange[], again = false, storedDueAt: number | null = null): Promise<void> {
     if (changes.length === 0) return;
-    const commit = observed(this.root.batch(() => this.deliveryTables.putSteps(projectId, identity, storedStatus, changes, again)));
+    const commit = observed(this.root.batch(() => this.deliveryTables.putSteps(projectId, identity, storedStatus, changes, again, storedDueAt)));
     try {
       // Unsettled after 2 s counts as failed: lmdb-js settles no write of a batch whose commit erred.
       await this.durableWrites.confirmedDeliveryCommit(commit);
@@ -299,32 +304,17 @@ export class HooklineStore {
     await this.replicator?.deliverySteps(projectId, deliveryId, changes);
   }
 
-  /**
-   * Visits every delivery of the project in one of `statuses`, with its status and schedule (the
-   * status index alone: no head or log is read), in ascending id order: a merge of each status's
-   * range, the order a restart takes them in, which costs least to hold (src/actors/live-index.ts).
-   * A visitor rather than a generator: a restart visits a million, and nested generators made three
-   * objects more for each.
-   */
+  /** Visits every delivery of the project in one of `statuses`, in ascending id order (`DeliveryTables.forEachById`). */
   forEachScheduleById(projectId: string, statuses: readonly DeliveryStatus[], visit: (id: string, status: DeliveryStatus, schedule: DeliverySchedule) => void): void {
-    const ranges = statuses.map((status) => this.deliveriesByStatus.getRange({ start: [projectId, status, ''], end: [projectId, status, '\uffff'] })[Symbol.iterator]());
-    try {
-      const heads = ranges.map((range) => range.next());
-      for (;;) {
-        let lowest = -1;
-        for (let index = 0; index < heads.length; index++) {
-          const head = heads[index]!;
-          if (!head.done && (lowest < 0 || head.value.key[2] < heads[lowest]!.value.key[2])) lowest = index;
-        }
-        if (lowest < 0) return;
-        const { key, value } = heads[lowest]!.value;
-        visit(key[2], key[1], value);
-        heads[lowest] = ranges[lowest]!.next();
-      }
-    } finally {
-      // Ends each range's read cursor, also when `visit` threw halfway.
-      for (const range of ranges) range.return?.();
-    }
+    this.deliveryTables.forEachById(projectId, statuses, '', visit);
+  }
+
+  /** Removes due index entries a window refill found stale (their deliveries moved on); nobody waits for it. */
+  async removeStaleDue(stale: readonly DueKey[]): Promise<void> {
+    if (stale.length === 0) return;
+    await observed(this.root.batch(() => {
+      for (const key of stale) this.deliveryTables.due.remove(key);
+    }));
   }
 
   /** Delivery ids of one project in one status, newest first, optionally within [fromId, toId). */

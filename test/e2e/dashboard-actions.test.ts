@@ -1,7 +1,7 @@
 /**
  * Dashboard actions in a real browser (Debian's Chromium via playwright-core) against a real node
  * and receiver: picking the event to replay from the recent events, sending a test event from the
- * webhook page, and a redrive that would not fit under HOOKLINE_MAX_LIVE_DELIVERIES.
+ * webhook page, and a redrive that would not fit under HOOKLINE_MAX_WAITING_PER_PROJECT.
  */
 import { describe, expect, it } from 'vitest';
 import { API_KEY, startTestHookline, waitForDeliveryStatus } from '../helpers/hookline.js';
@@ -83,8 +83,8 @@ describe('dashboard actions (headless Chromium)', () => {
     expect(problems).toEqual([]);
   });
 
-  it('says when the dead letters a redrive would start do not fit under HOOKLINE_MAX_LIVE_DELIVERIES, and keeps its button off', { timeout: 60_000 }, async () => {
-    const hookline = await startTestHookline({ maxLiveDeliveries: 2 });
+  it('says when the dead letters a redrive would start do not fit under HOOKLINE_MAX_WAITING_PER_PROJECT, and keeps its button off', { timeout: 60_000 }, async () => {
+    const hookline = await startTestHookline({ maxWaitingPerProject: 2 });
     const receiver = await startReceiver({ respond: () => ({ status: 500 }) });
     await hookline.client.configureWebhook({ callbackUrl: receiver.url, status: 'active', eventTypes: ['service.trigger.event'] });
     for (const n of [1, 2, 3]) {
@@ -97,7 +97,7 @@ describe('dashboard actions (headless Chromium)', () => {
     await page.getByRole('link', { name: 'Dead letters' }).click();
     const preview = page.locator('p.preview[data-preview="3"]');
     await preview.waitFor();
-    expect(await preview.innerText()).toContain('more than the node has room for now (HOOKLINE_MAX_LIVE_DELIVERIES)');
+    expect(await preview.innerText()).toContain('more than the project has room for now (HOOKLINE_MAX_WAITING_PER_PROJECT)');
     expect(await page.getByRole('button', { name: 'Redrive 3 dead letters…' }).isDisabled()).toBe(true);
     expect(problems).toEqual([]);
   });

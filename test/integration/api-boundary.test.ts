@@ -87,7 +87,7 @@ describe('every 5xx answer names its request id', () => {
   });
 
   it('a back-pressure 503 (overloaded) names its reqId too, and is not logged per request', async () => {
-    const { hookline, errorLines } = await hooklineWithLog({ maxLiveDeliveries: 1 });
+    const { hookline, errorLines } = await hooklineWithLog({ maxWaitingPerProject: 1 });
     await hookline.client.configureWebhook({ callbackUrl: 'http://127.0.0.1:9/hook', status: 'paused', eventTypes: ALL_TYPES });
     expect((await hookline.api('POST', '/v1/events', { body: sampleEvent() })).status).toBe(202);
 
@@ -95,8 +95,11 @@ describe('every 5xx answer names its request id', () => {
     expectError(refused, 503, 'overloaded');
     const reqId = refused.body.error.details[0]?.reqId as string;
     expect(reqId).toMatch(/^[0-9a-f]{10}-\d+$/);
-    expect(refused.body.error.message).toMatch(new RegExp(`HOOKLINE_MAX_LIVE_DELIVERIES.* \\(reqId ${reqId}\\)$`));
-    expect(refused.body.error.details).toEqual([{ message: 'the id of this request; a refusal to retry is not logged per request in the server log', reqId }]);
+    expect(refused.body.error.message).toMatch(new RegExp(`HOOKLINE_MAX_WAITING_PER_PROJECT.* \\(reqId ${reqId}\\)$`));
+    expect(refused.body.error.details).toEqual([
+      { message: 'the id of this request; a refusal to retry is not logged per request in the server log', reqId },
+      { message: expect.stringMatching(/^project default has 1 delivery waiting/), projectId: 'default', waiting: 1, limit: 1 },
+    ]);
     expect(errorLines()).toEqual([]);
     await hookline.close();
   });

@@ -147,7 +147,7 @@ describe('POST /v1/events/batch', () => {
   });
 
   it('refuses the whole batch with 503 and Retry-After when the node is overloaded; nothing of it is stored', async () => {
-    const hookline = await startTestHookline({ maxLiveDeliveries: 2 });
+    const hookline = await startTestHookline({ maxWaitingPerProject: 2 });
     await hookline.client.configureWebhook({ callbackUrl: 'http://127.0.0.1:9/x', status: 'paused', eventTypes: ALL_TYPES });
     expect((await hookline.api('POST', '/v1/events/batch', { body: { events: [{ id: 'evt_o1', ...event }, { id: 'evt_o2', ...event }] } })).status).toBe(202);
     const refused = await hookline.api('POST', '/v1/events/batch', { body: { events: [{ id: 'evt_o3', ...event }, { id: 'evt_o1', ...event }] } });

@@ -12,7 +12,7 @@ import { makeTempDir } from '../helpers/temp-dir.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 /**
- * Cluster mode: HOOKLINE_MAX_LIVE_DELIVERIES is per node, so a recovery call is checked on the node
+ * Cluster mode: HOOKLINE_MAX_WAITING_PER_PROJECT is counted per project on the node that owns it, so a recovery call is checked on the node
  * that owns the project, where its live deliveries are; called on another node, it is forwarded
  * there, and its 503 `overloaded` comes back with its code, details and Retry-After.
  */
@@ -40,7 +40,7 @@ describe('recovery limits in a cluster', () => {
     const start = async (nodeId: string) => {
       const dir = makeTempDir();
       cleanups.push(() => dir.remove());
-      const settings = defaultSettings({ ...names, natsUrl: SHARED_NATS_URL, nodeId, cluster: true, partitions: PARTITIONS, leaseMs: 2_000, dataDir: dir.path, port: 0, apiKey: API_KEY, allowPrivateNetworks: true, retrySchedule: [0, 50, 100], retryJitter: false, deliveryTimeoutMs: 500, logLevel: 'silent', maxLiveDeliveries: 1 });
+      const settings = defaultSettings({ ...names, natsUrl: SHARED_NATS_URL, nodeId, cluster: true, partitions: PARTITIONS, leaseMs: 2_000, dataDir: dir.path, port: 0, apiKey: API_KEY, allowPrivateNetworks: true, retrySchedule: [0, 50, 100], retryJitter: false, deliveryTimeoutMs: 500, logLevel: 'silent', maxWaitingPerProject: 1 });
       const node = await startBuiltHookline(settings);
       cleanups.push(() => node.close());
       return node;

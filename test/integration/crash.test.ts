@@ -105,7 +105,7 @@ describe('crash safety', () => {
     const second = await startChild(dataDir, settings);
     // The last acknowledged delivery cannot have finished (its second attempt is 100 ms away), so
     // something was live on disk and resumed.
-    expect((await second.waitForLog(/^resumed live deliveries/)).resumed).toBeGreaterThan(0);
+    expect((await second.waitForLog(/^resumed waiting deliveries/)).waiting).toBeGreaterThan(0);
     const again = new HooklineClient({ baseUrl: second.url, apiKey: API_KEY });
     const remaining = [...unanswered, ...Array.from({ length: TOTAL - next }, (_, i) => next + i)];
     for (let start = 0; start < remaining.length; start += 10) {

@@ -89,9 +89,9 @@ describe('ingest body limit', () => {
 });
 
 describe('bound on live deliveries in memory', () => {
-  it('answers 503 overloaded with Retry-After for a matching event beyond maxLiveDeliveries; unmatched events are still accepted; room frees as deliveries finish', async () => {
+  it('answers 503 overloaded with Retry-After for a matching event beyond maxWaitingPerProject; unmatched events are still accepted; room frees as deliveries finish', async () => {
     const receiver = await startReceiver();
-    const hookline = await startTestHookline({ maxLiveDeliveries: 3 });
+    const hookline = await startTestHookline({ maxWaitingPerProject: 3 });
     await configureReceiver(hookline, receiver, { status: 'paused', eventTypes: ['service.trigger.event'] });
 
     const held: string[] = [];
@@ -103,7 +103,7 @@ describe('bound on live deliveries in memory', () => {
     const refused = await hookline.api('POST', '/v1/events', { body: { id: 'evt_overflow', type: 'service.trigger.event', data: { n: 3 } } });
     expectError(refused, 503, 'overloaded');
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-    expect(refused.body.error.message).toMatch(/HOOKLINE_MAX_LIVE_DELIVERIES/);
+    expect(refused.body.error.message).toMatch(/HOOKLINE_MAX_WAITING_PER_PROJECT/);
     // Nothing was stored for the refused event: the same id is free once there is room.
     expect(hookline.node.engine.store.getEvent('default', 'evt_overflow')).toBeUndefined();
 

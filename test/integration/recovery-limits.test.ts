@@ -8,17 +8,17 @@ import { waitFor } from '../helpers/wait-for.js';
 
 /**
  * Retry, redrive and replay take deliveries into memory and write records as an ingest does, so
- * they meet the limits ingest meets: HOOKLINE_MAX_LIVE_DELIVERIES (503 `overloaded`) and
+ * they meet the limits ingest meets: HOOKLINE_MAX_WAITING_PER_PROJECT (503 `overloaded`) and
  * HOOKLINE_MAX_DATA_SIZE (503 `storage_full`), with Retry-After and nothing changed. A redrive is
  * all or none, and says how many it would start and how many fit.
  */
 
 const REDRIVE = '/v1/logs/webhook-deliveries/redrive';
 
-/** The node's live deliveries as `/metrics` reports them (the budget HOOKLINE_MAX_LIVE_DELIVERIES bounds). */
+/** The project's waiting deliveries as `/metrics` reports them (what HOOKLINE_MAX_WAITING_PER_PROJECT bounds). */
 async function liveDeliveries(hookline: TestHookline): Promise<number> {
   const metrics = await (await fetch(`${hookline.url}/metrics`)).text();
-  return Number(/^hookline_live_deliveries (\d+)$/m.exec(metrics)![1]);
+  return Number(/^hookline_waiting_deliveries (\d+)$/m.exec(metrics)![1]);
 }
 
 function expectRefused(answer: ApiAnswer, code: 'overloaded' | 'storage_full') {
@@ -39,10 +39,10 @@ async function statuses(hookline: TestHookline, ids: string[]): Promise<string[]
   return Promise.all(ids.map(async (id) => (await hookline.client.getDelivery(id)).status));
 }
 
-describe('recovery under HOOKLINE_MAX_LIVE_DELIVERIES', () => {
+describe('recovery under HOOKLINE_MAX_WAITING_PER_PROJECT', () => {
   it('retry, redrive and replay are refused 503 overloaded and change nothing when they do not fit; a redrive narrowed to fit runs; with room again they all do', async () => {
     const receiver = await startReceiver({ respond: () => ({ status: 500 }) });
-    const hookline = await startTestHookline({ maxLiveDeliveries: 3 });
+    const hookline = await startTestHookline({ maxWaitingPerProject: 3 });
     await configureReceiver(hookline, receiver, { eventTypes: ['service.trigger.event', 'service.trigger.disabled'] });
     const dead = [await deadLetter(hookline, 'evt_dead_1', 'service.trigger.event'), await deadLetter(hookline, 'evt_dead_2', 'service.trigger.event'), await deadLetter(hookline, 'evt_dead_3', 'service.trigger.disabled')];
     await waitFor(async () => (await liveDeliveries(hookline)) === 0, { message: 'the dead letters out of memory' });
@@ -55,7 +55,7 @@ describe('recovery under HOOKLINE_MAX_LIVE_DELIVERIES', () => {
     // Three dead letters do not fit in a room of one: none is redriven, and the answer says so.
     const whole = await hookline.api('POST', REDRIVE, { body: {} });
     expectRefused(whole, 'overloaded');
-    expect(whole.body.error.message).toMatch(/would start 3 dead letters.*room for 1 more.*HOOKLINE_MAX_LIVE_DELIVERIES.*nothing was redriven.*since, until or eventType/);
+    expect(whole.body.error.message).toMatch(/would start 3 dead letters.*room for 1 more.*HOOKLINE_MAX_WAITING_PER_PROJECT.*nothing was redriven.*since, until or eventType/);
     expect(whole.body.error.details).toEqual([expect.objectContaining({ reqId: expect.any(String) }), expect.objectContaining({ wouldRedrive: 3, room: 1 })]);
     expect(await statuses(hookline, dead)).toEqual(['dead_lettered', 'dead_lettered', 'dead_lettered']);
     expect(await liveDeliveries(hookline)).toBe(2);
@@ -73,10 +73,10 @@ describe('recovery under HOOKLINE_MAX_LIVE_DELIVERIES', () => {
     // Full: a retry of a dead letter and a replay are refused, and change nothing either.
     const retry = await hookline.api('POST', `/v1/logs/webhook-deliveries/${dead[0]}/retry`);
     expectRefused(retry, 'overloaded');
-    expect(retry.body.error.message).toMatch(new RegExp(`HOOKLINE_MAX_LIVE_DELIVERIES.*delivery ${dead[0]} was not retried`));
+    expect(retry.body.error.message).toMatch(new RegExp(`HOOKLINE_MAX_WAITING_PER_PROJECT.*delivery ${dead[0]} was not retried`));
     const replay = await hookline.api('POST', '/v1/events/evt_dead_1/replay');
     expectRefused(replay, 'overloaded');
-    expect(replay.body.error.message).toMatch(/HOOKLINE_MAX_LIVE_DELIVERIES.*event evt_dead_1 was not replayed/);
+    expect(replay.body.error.message).toMatch(/HOOKLINE_MAX_WAITING_PER_PROJECT.*event evt_dead_1 was not replayed/);
     expect(await statuses(hookline, dead)).toEqual(['dead_lettered', 'dead_lettered', 'pending']);
     expect((await hookline.client.getDelivery(dead[0]!)).transitions.map((transition) => transition.event)).not.toContain('RETRY');
     expect(hookline.node.engine.store.getEvent('default', 'evt_dead_1')!.deliveryIds).toEqual([dead[0]]);

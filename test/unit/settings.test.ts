@@ -39,7 +39,8 @@ describe('settings in plain words', () => {
     ['HOOKLINE_DISABLE_AFTER', 'never', 'a duration: a whole number with an optional unit ms, s, m, h or d, such as 250ms, 15s, 5m or 2h'],
     ['HOOKLINE_ENDPOINT_CONCURRENCY', '0', 'a whole number 1-10000'],
     ['HOOKLINE_RATE_LIMIT', '-1', 'a whole number 0 or more'],
-    ['HOOKLINE_MAX_LIVE_DELIVERIES', 'lots', 'a whole number 1 or more'],
+    ['HOOKLINE_MAX_WAITING_PER_PROJECT', 'lots', 'a whole number 1 or more'],
+    ['HOOKLINE_DELIVERY_WINDOW', '0', 'a whole number 1 or more'],
     ['HOOKLINE_MAX_DATA_SIZE', '10 GB!', 'a size: a whole number of bytes with an optional unit kb, mb or gb, such as 256kb or 1gb'],
     ['HOOKLINE_LOG_LEVEL', 'loud', 'one of fatal, error, warn, info, debug, trace, silent'],
   ])('%s=%s: "must be %s, got …"', (name, value, expected) => {

@@ -160,7 +160,7 @@ function RedriveByFilter({ api, refreshKey, onRedriven }: { api: DashboardApi; r
   const matches =
     preview === null
       ? 'Counting the dead letters that match…'
-      : `${plural(preview, 'dead letter')} ${preview === 1 ? 'matches' : 'match'} this filter.${fits ? '' : ' That is more than the node has room for now (HOOKLINE_MAX_LIVE_DELIVERIES), so a redrive would start none: narrow the range or the type, or wait for live deliveries to finish.'}`;
+      : `${plural(preview, 'dead letter')} ${preview === 1 ? 'matches' : 'match'} this filter.${fits ? '' : ' That is more than the project has room for now (HOOKLINE_MAX_WAITING_PER_PROJECT), so a redrive would start none: narrow the range or the type, or wait for waiting deliveries to finish.'}`;
   return (
     <section class="panel redrive" aria-labelledby="redrive-title">
       <h2 id="redrive-title">Redrive by filter</h2>

@@ -38,7 +38,7 @@ export function registerDeliveryRoutes(app: FastifyInstance, { engine }: HttpDep
       ...(filter.eventType !== undefined ? { eventType: filter.eventType } : {}),
     };
     // A dry run changes nothing: 200 with the count a redrive would start now and whether it would
-    // fit under HOOKLINE_MAX_LIVE_DELIVERIES (the dashboard's preview).
+    // fit under HOOKLINE_MAX_WAITING_PER_PROJECT (the dashboard's preview).
     if (filter.dryRun === true) return reply.status(200).send({ redriven: 0, ...engine.redrivePreview(request.projectId, bounds) } satisfies RedriveDryRunResponse);
     const redriven = await engine.actorFor(request.projectId).recovery.redrive(bounds);
     return reply.status(202).send({ redriven } satisfies RedriveResponse);
