@@ -9,6 +9,7 @@ import type { ProjectActorDeps, WebhookHolder } from './actor-deps.js';
 import { AttemptRequests } from './attempt-request.js';
 import { DeliveryWriter } from './delivery-writer.js';
 import { endpointHealthAfter } from './endpoint-health.js';
+import { EndpointPacer } from './endpoint-pacing.js';
 import { LifecycleDrain } from './lifecycle-drain.js';
 import { LiveIndex } from './live-index.js';
 import type { LiveDelivery } from './live-delivery.js';
@@ -42,6 +43,8 @@ export class DeliveryLifecycle {
   private readonly requests = new AttemptRequests();
   private readonly writer: DeliveryWriter;
   private readonly drainer: LifecycleDrain;
+  /** The webhook's `maxConcurrency` and `rateLimitPerSecond` (endpoint-pacing.ts). */
+  private readonly pacer: EndpointPacer;
   /** Starts that could not be recorded since the last one that was (the restart's backoff). */
   private unrecordedStarts = 0;
 
@@ -54,6 +57,8 @@ export class DeliveryLifecycle {
     this.line = new ReadyLine(this.live, config.webhook()?.ordering ?? 'unordered', () => this.pump());
     // Out of time (steps still failing to commit): stop writing before the store closes.
     this.drainer = new LifecycleDrain(this.attempting, () => this.writer.abandon());
+    this.pacer = new EndpointPacer(deps.clock, deps.endpointConcurrency, () => this.pump());
+    this.pacer.configure(config.webhook());
   }
 
   get liveCount(): number {
@@ -94,6 +99,7 @@ export class DeliveryLifecycle {
   configurationChanged(): void {
     this.requests.forgetKeys();
     this.line.setOrdering(this.config.webhook()?.ordering ?? 'unordered');
+    this.pacer.configure(this.config.webhook());
     this.pump();
   }
 
@@ -132,17 +138,22 @@ export class DeliveryLifecycle {
     if (this.line.add(delivery)) this.pump();
   }
 
-  /** Starts attempts while the endpoint is active and under its concurrency cap (one, the line's head, when ordered). */
+  /** Starts attempts while the endpoint is active and its pacer allows (one, the line's head, when ordered). */
   pump(): void {
     if (this.config.webhook()?.state !== 'active' || this.drainer.isDraining || this.deps.mayAct?.() === false) return;
     if (this.line.ordered) {
-      const head = this.attempting.size > 0 ? undefined : this.line.takeHead();
-      if (head) this.startAttempt(head);
+      const head = this.attempting.size > 0 || !this.pacer.mayStart(0) ? undefined : this.line.takeHead();
+      if (head) {
+        this.pacer.started();
+        this.startAttempt(head);
+      }
       return;
     }
-    while (this.attempting.size < this.deps.endpointConcurrency && this.line.length > 0) {
+    while (this.line.length > 0 && this.pacer.mayStart(this.attempting.size)) {
       const delivery = this.line.shift()!;
-      if (delivery.status === 'pending' || delivery.status === 'retrying') this.startAttempt(delivery);
+      if (delivery.status !== 'pending' && delivery.status !== 'retrying') continue;
+      this.pacer.started();
+      this.startAttempt(delivery);
     }
   }
 
