@@ -112,6 +112,15 @@ describe('token bucket', () => {
   });
 });
 
+/** A pacer at `rate` per second on a node allowing 50 in flight, counting its wakes. */
+function pacerAt(rate: number) {
+  const clock = new ManualClock(0);
+  let wakes = 0;
+  const pacer = new EndpointPacer(clock, 50, () => wakes++);
+  pacer.configure({ maxConcurrency: null, rateLimitPerSecond: rate });
+  return { clock, pacer, wakes: () => wakes };
+}
+
 describe('endpoint pacer', () => {
   it('caps attempts in flight at the lower of the node\'s setting and maxConcurrency', () => {
     const pacer = new EndpointPacer(new ManualClock(), 50, () => {});
@@ -128,10 +137,7 @@ describe('endpoint pacer', () => {
   });
 
   it('out of tokens, wakes the lifecycle once, when the next token is due', () => {
-    const clock = new ManualClock(0);
-    let wakes = 0;
-    const pacer = new EndpointPacer(clock, 50, () => wakes++);
-    pacer.configure({ maxConcurrency: null, rateLimitPerSecond: 20 });
+    const { clock, pacer, wakes } = pacerAt(20);
     for (let i = 0; i < 2; i++) {
       expect(pacer.mayStart(0)).toBe(true);
       pacer.started();
@@ -139,26 +145,23 @@ describe('endpoint pacer', () => {
     expect(pacer.mayStart(0)).toBe(false);
     expect(pacer.mayStart(0)).toBe(false);
     clock.advance(49);
-    expect(wakes).toBe(0);
+    expect(wakes()).toBe(0);
     clock.advance(1);
-    expect(wakes).toBe(1);
+    expect(wakes()).toBe(1);
     expect(pacer.mayStart(0)).toBe(true);
   });
 
   it('takes new limits at once: a new rate keeps the tokens held (up to its capacity), no limit lets everything through', () => {
-    const clock = new ManualClock(0);
-    let wakes = 0;
-    const pacer = new EndpointPacer(clock, 50, () => wakes++);
-    pacer.configure({ maxConcurrency: null, rateLimitPerSecond: 500 });
+    const { clock, pacer, wakes } = pacerAt(500);
     for (let i = 0; i < 50; i++) pacer.started();
     expect(pacer.mayStart(0)).toBe(false);
     // Slower now: the empty bucket stays empty, its next token is due at the new rate; the old timer is gone.
     pacer.configure({ maxConcurrency: null, rateLimitPerSecond: 1 });
     clock.advance(500);
-    expect(wakes).toBe(0);
+    expect(wakes()).toBe(0);
     expect(pacer.mayStart(0)).toBe(false);
     clock.advance(500);
-    expect(wakes).toBe(1);
+    expect(wakes()).toBe(1);
     expect(pacer.mayStart(0)).toBe(true);
     pacer.configure({ maxConcurrency: null, rateLimitPerSecond: null });
     for (let i = 0; i < 100; i++) {
