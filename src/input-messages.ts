@@ -28,3 +28,13 @@ export function strictShape<Shape extends z.ZodRawShape>(shape: Shape, what: str
     },
   });
 }
+
+/**
+ * A whole number from `min` to `max`; anything else (a fraction, a string, out of range) is answered
+ * with the range, what sets its top (`bound`, e.g. a setting's name) and what was sent.
+ */
+export function wholeNumberFrom(min: number, max: number, bound?: string) {
+  const message = (issue: { input?: unknown }) => `must be a whole number from ${min} to ${max}${bound ? ` (${bound})` : ''}, got ${shown(issue.input)}`;
+  // abort: a number past the safe integers would also be reported as above `max`.
+  return z.number({ error: message }).int({ error: message, abort: true }).min(min, { error: message }).max(max, { error: message });
+}

@@ -11,6 +11,7 @@ import { AttemptRequests } from './attempt-request.js';
 import { DeliveryWindow, DUE_HORIZON_MS } from './delivery-window.js';
 import { DeliveryWriter } from './delivery-writer.js';
 import { endpointHealthAfter } from './endpoint-health.js';
+import { EndpointPacer } from './endpoint-pacing.js';
 import { LifecycleDrain } from './lifecycle-drain.js';
 import { LiveIndex } from './live-index.js';
 import type { LiveDelivery } from './live-delivery.js';
@@ -49,6 +50,8 @@ export class DeliveryLifecycle {
   private readonly requests = new AttemptRequests();
   private readonly writer: DeliveryWriter;
   private readonly drainer: LifecycleDrain;
+  /** The webhook's `maxConcurrency` and `rateLimitPerSecond` (endpoint-pacing.ts). */
+  private readonly pacer: EndpointPacer;
   /** Starts that could not be recorded since the last one that was (the restart's backoff). */
   private unrecordedStarts = 0;
   /** Which waiting deliveries are held in memory; the rest wait on disk (delivery-window.ts). */
@@ -79,6 +82,8 @@ export class DeliveryLifecycle {
       onError: (error) => deps.logger.error({ err: error, projectId }, 'could not remove stale due index entries; they are skipped when read'),
     });
     this.waitingCount = deps.store.deliveryTables.countInStatuses(projectId, WAITING_STATUSES);
+    this.pacer = new EndpointPacer(deps.clock, deps.endpointConcurrency, () => this.pump());
+    this.pacer.configure(config.webhook());
   }
 
   /** Deliveries held in memory (waiting, and final ones whose last step is still being written). */
@@ -127,6 +132,7 @@ export class DeliveryLifecycle {
     const ordered = this.line.ordered;
     this.line.setOrdering(this.config.webhook()?.ordering ?? 'unordered');
     if (this.line.ordered !== ordered) this.window.reorder();
+    this.pacer.configure(this.config.webhook());
     this.pump();
   }
 
@@ -188,18 +194,23 @@ export class DeliveryLifecycle {
     if (this.line.add(delivery)) this.pump();
   }
 
-  /** Starts attempts while the endpoint is active and under its concurrency cap (one, the line's head, when ordered). */
+  /** Starts attempts while the endpoint is active and its pacer allows (one, the line's head, when ordered). */
   pump(): void {
     if (this.config.webhook()?.state !== 'active' || this.drainer.isDraining || this.deps.mayAct?.() === false) return;
     if (this.line.ordered) {
-      const head = this.attempting.size > 0 ? undefined : this.line.takeHead();
-      if (head) this.startAttempt(head);
+      const head = this.attempting.size > 0 || !this.pacer.mayStart(0) ? undefined : this.line.takeHead();
+      if (head) {
+        this.pacer.started();
+        this.startAttempt(head);
+      }
       return;
     }
-    while (this.attempting.size < this.deps.endpointConcurrency && this.line.length > 0) {
+    while (this.line.length > 0 && this.pacer.mayStart(this.attempting.size)) {
       const delivery = this.line.shift()!;
       // One that left memory while due (over the window) is skipped: the window reads it back.
-      if ((delivery.status === 'pending' || delivery.status === 'retrying') && this.live.get(delivery.id) === delivery) this.startAttempt(delivery);
+      if ((delivery.status !== 'pending' && delivery.status !== 'retrying') || this.live.get(delivery.id) !== delivery) continue;
+      this.pacer.started();
+      this.startAttempt(delivery);
     }
   }
 

@@ -22,17 +22,30 @@ export interface ConfigureInput {
   operationalUrl?: string | null | undefined;
   /** @default 'unordered' */
   ordering?: 'unordered' | 'fifo' | undefined;
+  /** @default null */
+  maxConcurrency?: number | null | undefined;
+  /** @default null */
+  rateLimitPerSecond?: number | null | undefined;
 }
 
 /** The fields a record written before they existed lacks. */
-type AddedLater = 'headers' | 'filter' | 'ordering' | 'operationalUrl' | 'operationalSecret';
+type AddedLater = 'headers' | 'filter' | 'ordering' | 'operationalUrl' | 'operationalSecret' | 'maxConcurrency' | 'rateLimitPerSecond';
 /** A webhook configuration as the actor holds it: every field present. */
 export type Webhook = WebhookRecord & Required<Pick<WebhookRecord, AddedLater>>;
 
 /** A webhook record as read from LMDB: fields it was written without take their defaults. */
 export function withWebhookDefaults(stored: WebhookRecord | undefined): Webhook | undefined {
   if (!stored) return undefined;
-  return { ...stored, headers: stored.headers ?? {}, filter: stored.filter ?? null, ordering: stored.ordering ?? 'unordered', operationalUrl: stored.operationalUrl ?? null, operationalSecret: stored.operationalSecret ?? null };
+  return {
+    ...stored,
+    headers: stored.headers ?? {},
+    filter: stored.filter ?? null,
+    ordering: stored.ordering ?? 'unordered',
+    operationalUrl: stored.operationalUrl ?? null,
+    operationalSecret: stored.operationalSecret ?? null,
+    maxConcurrency: stored.maxConcurrency ?? null,
+    rateLimitPerSecond: stored.rateLimitPerSecond ?? null,
+  };
 }
 
 export function configureWebhook(existing: Webhook | undefined, input: ConfigureInput, now: number): Webhook {
@@ -59,6 +72,8 @@ export function configureWebhook(existing: Webhook | undefined, input: Configure
     ordering: input.ordering ?? 'unordered',
     operationalUrl: input.operationalUrl ?? null,
     operationalSecret: existing?.operationalSecret ?? (input.operationalUrl ? generateSecret() : null),
+    maxConcurrency: input.maxConcurrency ?? null,
+    rateLimitPerSecond: input.rateLimitPerSecond ?? null,
   };
 }
 
@@ -98,6 +113,9 @@ export function operationalTarget(webhook: Webhook | undefined): Webhook | undef
     headers: {},
     filter: null,
     ordering: 'unordered',
+    // The endpoint's limits are for the endpoint: Hookline's own reports about it are not held back by them.
+    maxConcurrency: null,
+    rateLimitPerSecond: null,
     failingSince: null,
     disabledAt: null,
     disabledReason: null,

@@ -17,6 +17,8 @@ export function presentWebhook(webhook: Webhook): WebhookConfigResponse {
     filter: webhook.filter,
     ordering: webhook.ordering,
     operationalUrl: webhook.operationalUrl,
+    maxConcurrency: webhook.maxConcurrency,
+    rateLimitPerSecond: webhook.rateLimitPerSecond,
     createdAt: isoTime(webhook.createdAt),
     updatedAt: isoTime(webhook.updatedAt),
   };

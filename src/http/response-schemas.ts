@@ -43,6 +43,8 @@ export const webhookConfigResponse = z
     filter: z.record(z.string(), z.unknown()).nullable().describe('The payload filter as set; `null` when every event of `eventTypes` is delivered.'),
     ordering: z.enum(['unordered', 'fifo']),
     operationalUrl: z.string().nullable().describe('Where operational events go; `null` when none.'),
+    maxConcurrency: z.number().int().min(1).nullable().describe('Attempts in flight to the endpoint at most, as set; `null`: the node\'s HOOKLINE_ENDPOINT_CONCURRENCY alone.'),
+    rateLimitPerSecond: z.number().int().min(1).nullable().describe('Attempts started per second at most, as set; `null`: no pacing.'),
     createdAt: apiTime,
     updatedAt: apiTime,
   });

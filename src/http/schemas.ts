@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { HooklineError } from '../errors.js';
-import { oneOf, strictShape } from '../input-messages.js';
+import { oneOf, strictShape, wholeNumberFrom } from '../input-messages.js';
 import { filterProblems } from '../filter/rule.js';
 import type { FilterRule } from '../filter/rule.js';
 import { DELIVERY_STATUSES } from '../machines/index.js';
@@ -83,25 +83,43 @@ const payloadFilter = z
 const webhookUrl = z.url({ protocol: /^https?$/, error: 'must be an absolute http or https URL' }).max(2048);
 const URL_CREDENTIALS = 'Credentials in it (`https://user:pass@host/path`, each part percent-encoded) are sent as `authorization: Basic …`, never in the request line.';
 
-export const configureWebhookBody = strictShape(
-  {
-    callbackUrl: webhookUrl.describe(`Where deliveries are POSTed. ${URL_CREDENTIALS} An \`authorization\` in \`headers\` wins over them.`),
-    status: oneOf(['active', 'paused'], 'statuses a webhook can be set to'),
-    eventTypes: z.array(eventTypeInput).min(1, 'must list at least one event type'),
-    headers: customHeaders.optional(),
-    filter: payloadFilter.nullable().optional(),
-    ordering: oneOf(['unordered', 'fifo'], 'orderings')
-      .optional()
-      .describe('`fifo`: the endpoint receives the project\'s deliveries in ingest order, one at a time; a failing delivery holds back the ones behind it until it succeeds or dead-letters. Default `unordered` (concurrent).'),
-    operationalUrl: webhookUrl
-      .nullable()
-      .optional()
-      .describe(
-        `Receives Hookline's signed operational events about the project (\`hookline.endpoint.disabled\`, \`hookline.endpoint.recovered\`, \`hookline.delivery.dead_lettered\`), signed with \`operationalSecret\` (GET /v1/webhook/secret). ${URL_CREDENTIALS}`,
-      ),
-  },
-  'the webhook configuration',
-);
+/** The range of `rateLimitPerSecond` (attempts started per second); `maxConcurrency`'s top is the node's HOOKLINE_ENDPOINT_CONCURRENCY. */
+export const WEBHOOK_RATE_LIMIT = { min: 1, max: 100_000 } as const;
+
+const MAX_CONCURRENCY = 'Attempts in flight to the endpoint at most, a whole number from 1 to the node\'s HOOKLINE_ENDPOINT_CONCURRENCY (default 50). `null` or left out: that setting alone. Ordered (`fifo`) delivery is one at a time anyway.';
+const RATE_LIMIT_PER_SECOND = `Attempts started per second at most, a whole number from ${WEBHOOK_RATE_LIMIT.min} to ${WEBHOOK_RATE_LIMIT.max}: a token bucket holding a tenth of a second's worth (at least one), so that any one-second window sees at most rate + rate/10 attempts (550 at 500). A recovering endpoint gets its backlog at this pace. \`null\` or left out: no pacing. Applies to \`fifo\` delivery too.`;
+
+/**
+ * `PUT /v1/webhook` as a node parses it: `maxConcurrency` up to its `endpointConcurrency`. Without
+ * one (the document, which no single node's setting describes), the range is given in words.
+ */
+export function configureWebhookBodyFor(endpointConcurrency: number | null) {
+  const maxConcurrency = endpointConcurrency === null ? z.number().int().min(1) : wholeNumberFrom(1, endpointConcurrency, 'HOOKLINE_ENDPOINT_CONCURRENCY');
+  return strictShape(
+    {
+      callbackUrl: webhookUrl.describe(`Where deliveries are POSTed. ${URL_CREDENTIALS} An \`authorization\` in \`headers\` wins over them.`),
+      status: oneOf(['active', 'paused'], 'statuses a webhook can be set to'),
+      eventTypes: z.array(eventTypeInput).min(1, 'must list at least one event type'),
+      headers: customHeaders.optional(),
+      filter: payloadFilter.nullable().optional(),
+      ordering: oneOf(['unordered', 'fifo'], 'orderings')
+        .optional()
+        .describe('`fifo`: the endpoint receives the project\'s deliveries in ingest order, one at a time; a failing delivery holds back the ones behind it until it succeeds or dead-letters. Default `unordered` (concurrent).'),
+      operationalUrl: webhookUrl
+        .nullable()
+        .optional()
+        .describe(
+          `Receives Hookline's signed operational events about the project (\`hookline.endpoint.disabled\`, \`hookline.endpoint.recovered\`, \`hookline.delivery.dead_lettered\`), signed with \`operationalSecret\` (GET /v1/webhook/secret). ${URL_CREDENTIALS}`,
+        ),
+      maxConcurrency: maxConcurrency.nullable().optional().describe(MAX_CONCURRENCY),
+      rateLimitPerSecond: wholeNumberFrom(WEBHOOK_RATE_LIMIT.min, WEBHOOK_RATE_LIMIT.max).nullable().optional().describe(RATE_LIMIT_PER_SECOND),
+    },
+    'the webhook configuration',
+  );
+}
+
+/** The documented `PUT /v1/webhook` body (openapi.ts). */
+export const configureWebhookBody = configureWebhookBodyFor(null);
 
 export const rotateSecretBody = strictShape({ graceSeconds: z.number().int().min(0).max(30 * 24 * 3600).optional() }, 'a rotation')
   .optional()

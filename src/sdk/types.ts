@@ -103,6 +103,19 @@ export interface ConfigureWebhookInput {
    * @default 'unordered'
    */
   ordering?: DeliveryOrdering;
+  /**
+   * Attempts in flight to the endpoint at most: a whole number from 1 to the node's
+   * `HOOKLINE_ENDPOINT_CONCURRENCY` (default 50). Leaving it out (or `null`): that setting alone.
+   * @default null
+   */
+  maxConcurrency?: number | null;
+  /**
+   * Attempts started per second at most, 1 to 100,000; any one-second window sees at most
+   * rate + rate/10 (a recovering endpoint gets its backlog at this pace). Applies to `fifo` too.
+   * Leaving it out (or `null`): no pacing.
+   * @default null
+   */
+  rateLimitPerSecond?: number | null;
 }
 
 /** How deliveries go out: concurrently (`unordered`), or one at a time in ingest order (`fifo`). */
@@ -130,6 +143,10 @@ export interface WebhookConfig {
   ordering: DeliveryOrdering;
   /** Where operational events go; `null` when none. */
   operationalUrl: string | null;
+  /** Attempts in flight to the endpoint at most, as set; `null`: the node's `HOOKLINE_ENDPOINT_CONCURRENCY` alone. */
+  maxConcurrency: number | null;
+  /** Attempts started per second at most, as set; `null`: no pacing. */
+  rateLimitPerSecond: number | null;
   createdAt: string;
   updatedAt: string;
 }

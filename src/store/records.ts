@@ -49,6 +49,10 @@ export interface WebhookRecord {
   operationalUrl?: string | null;
   /** Signs operational events; made with the first `operationalUrl` and kept, like `secrets`. */
   operationalSecret?: string | null;
+  /** Attempts in flight to the endpoint at most, below the node's HOOKLINE_ENDPOINT_CONCURRENCY; null: that cap alone. */
+  maxConcurrency?: number | null;
+  /** Attempts started per second at most (a token bucket, endpoint-pacing.ts); null: unpaced. */
+  rateLimitPerSecond?: number | null;
 }
 
 export interface IngestAnswer {

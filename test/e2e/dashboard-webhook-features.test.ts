@@ -1,7 +1,7 @@
 /**
  * Issue 15's fields on the dashboard's webhook page, in a real browser (Debian's Chromium via
- * playwright-core) against a real node and receivers: custom headers, payload filter, FIFO ordering
- * and the operational URL are set from the form, stored, shown, and take effect.
+ * playwright-core) against a real node and receivers: custom headers, payload filter, FIFO ordering,
+ * the operational URL and issue 35's delivery limits are set from the form, stored, shown, and take effect.
  */
 import { describe, expect, it } from 'vitest';
 import { API_KEY, startTestHookline, waitForDeliveryStatus } from '../helpers/hookline.js';
@@ -11,7 +11,7 @@ import { openPage, screenshot, signIn, useChromium } from './browser.js';
 const browser = useChromium();
 
 describe('webhook delivery features on the dashboard (headless Chromium)', () => {
-  it('sets headers, filter, ordering and the operational URL from the form; a malformed filter or header line is refused on the page', { timeout: 60_000 }, async () => {
+  it('sets headers, filter, ordering, the operational URL and the delivery limits from the form; a malformed filter or header line, or a limit out of range, is refused on the page', { timeout: 60_000 }, async () => {
     const hookline = await startTestHookline();
     const receiver = await startReceiver();
     const ops = await startReceiver();
@@ -32,18 +32,26 @@ describe('webhook delivery features on the dashboard (headless Chromium)', () =>
     await page.getByLabel('Payload filter').fill('{"data.amount": {"$gt": "ten"}}');
     await page.getByRole('button', { name: 'Save webhook' }).click();
     await page.getByText('body.filter.data.amount.$gt').waitFor();
+    // A limit above the node's HOOKLINE_ENDPOINT_CONCURRENCY: the server's answer names the range.
+    await page.getByLabel('Payload filter').fill('{"data.amount": {"$gte": 100}}');
+    await page.getByLabel('Max concurrency').fill('51');
+    await page.getByRole('button', { name: 'Save webhook' }).click();
+    await page.getByText('body.maxConcurrency: must be a whole number from 1 to 50 (HOOKLINE_ENDPOINT_CONCURRENCY), got 51').waitFor();
     expect((await hookline.api('GET', '/v1/webhook')).status).toBe(404);
 
-    await page.getByLabel('Payload filter').fill('{"data.amount": {"$gte": 100}}');
+    await page.getByLabel('Max concurrency').fill('4');
+    await page.getByLabel('Rate limit (per second)').fill('250');
     await page.getByRole('radio', { name: /^FIFO/ }).check();
     await page.getByLabel('Operational events URL').fill(ops.url);
     await page.getByRole('button', { name: 'Save webhook' }).click();
     await page.getByText('Saved.').waitFor();
 
     const config = await hookline.client.getWebhook();
-    expect(config).toMatchObject({ headers: { 'X-Tenant': 'acme', 'X-Region': 'eu' }, filter: { 'data.amount': { $gte: 100 } }, ordering: 'fifo', operationalUrl: ops.url });
+    expect(config).toMatchObject({ headers: { 'X-Tenant': 'acme', 'X-Region': 'eu' }, filter: { 'data.amount': { $gte: 100 } }, ordering: 'fifo', operationalUrl: ops.url, maxConcurrency: 4, rateLimitPerSecond: 250 });
     const current = page.getByRole('region', { name: 'Current configuration' });
     await current.getByText('fifo: one at a time, in ingest order').waitFor();
+    await current.getByText('4 in flight').waitFor();
+    await current.getByText('250 per second').waitFor();
     await current.getByText(ops.url).waitFor();
 
     // The form shows what is stored after a reload, and the secrets panel shows the operational secret.
@@ -53,6 +61,7 @@ describe('webhook delivery features on the dashboard (headless Chromium)', () =>
     expect(await page.getByLabel('Custom headers').inputValue()).toBe('X-Tenant: acme\nX-Region: eu');
     expect(JSON.parse(await page.getByLabel('Payload filter').inputValue())).toEqual({ 'data.amount': { $gte: 100 } });
     expect(await page.getByRole('radio', { name: /^FIFO/ }).isChecked()).toBe(true);
+    expect([await page.getByLabel('Max concurrency').inputValue(), await page.getByLabel('Rate limit (per second)').inputValue()]).toEqual(['4', '250']);
     await page.getByRole('button', { name: 'Show secret' }).click();
     const { operationalSecret } = await hookline.client.getSecret();
     await page.getByText(operationalSecret!).waitFor();

@@ -24,7 +24,7 @@ describe('PUT and GET /v1/webhook', () => {
     const hookline = await startTestHookline();
     const put = await hookline.api('PUT', '/v1/webhook', { body: validConfig });
     expect(put.status).toBe(200);
-    expect(put.body).toEqual({ ...validConfig, disabledReason: null, headers: {}, filter: null, ordering: 'unordered', operationalUrl: null, createdAt: expect.stringMatching(ISO_WITH_OFFSET), updatedAt: expect.stringMatching(ISO_WITH_OFFSET) });
+    expect(put.body).toEqual({ ...validConfig, disabledReason: null, headers: {}, filter: null, ordering: 'unordered', operationalUrl: null, maxConcurrency: null, rateLimitPerSecond: null, createdAt: expect.stringMatching(ISO_WITH_OFFSET), updatedAt: expect.stringMatching(ISO_WITH_OFFSET) });
     expect(await hookline.client.getWebhook()).toEqual(put.body);
 
     const { secret } = await hookline.client.getSecret();
@@ -59,6 +59,46 @@ describe('PUT and GET /v1/webhook', () => {
   it('PUT with invalid JSON: 400 invalid_json', async () => {
     const hookline = await startTestHookline();
     expectError(await hookline.api('PUT', '/v1/webhook', { body: '{"callbackUrl":' }), 400, 'invalid_json');
+  });
+
+  it('maxConcurrency and rateLimitPerSecond: stored and shown as set, cleared when left out, null as left out', async () => {
+    const hookline = await startTestHookline();
+    const put = await hookline.api('PUT', '/v1/webhook', { body: { ...validConfig, maxConcurrency: 50, rateLimitPerSecond: 100_000 } });
+    expect(put.status).toBe(200);
+    expect(put.body).toMatchObject({ maxConcurrency: 50, rateLimitPerSecond: 100_000 });
+    expect((await hookline.api('GET', '/v1/webhook')).body).toEqual(put.body);
+    expect(await hookline.client.configureWebhook({ ...validConfig, status: 'active', eventTypes: ALL_TYPES, maxConcurrency: 1, rateLimitPerSecond: 1 })).toMatchObject({ maxConcurrency: 1, rateLimitPerSecond: 1 });
+    // A PUT replaces the configuration: left out, or null, is no limit.
+    expect((await hookline.api('PUT', '/v1/webhook', { body: validConfig })).body).toMatchObject({ maxConcurrency: null, rateLimitPerSecond: null });
+    expect((await hookline.api('PUT', '/v1/webhook', { body: { ...validConfig, maxConcurrency: null, rateLimitPerSecond: null } })).body).toMatchObject({ maxConcurrency: null, rateLimitPerSecond: null });
+    expect(await hookline.client.getWebhook()).toMatchObject({ maxConcurrency: null, rateLimitPerSecond: null });
+  });
+
+  it('refuses a maxConcurrency or rateLimitPerSecond outside its range: 400 validation_failed naming the field, the range and the value', async () => {
+    // The top of maxConcurrency is the node's own setting.
+    const hookline = await startTestHookline({ endpointConcurrency: 8 });
+    const concurrency = 'must be a whole number from 1 to 8 (HOOKLINE_ENDPOINT_CONCURRENCY), got';
+    const rate = 'must be a whole number from 1 to 100000, got';
+    const cases: Array<[string, unknown, string]> = [
+      ['maxConcurrency', 0, `${concurrency} 0`],
+      ['maxConcurrency', -1, `${concurrency} -1`],
+      ['maxConcurrency', 1.5, `${concurrency} 1.5`],
+      ['maxConcurrency', '2', `${concurrency} "2"`],
+      ['maxConcurrency', 9, `${concurrency} 9`],
+      ['rateLimitPerSecond', 0, `${rate} 0`],
+      ['rateLimitPerSecond', -5, `${rate} -5`],
+      ['rateLimitPerSecond', 'NaN', `${rate} "NaN"`],
+      ['rateLimitPerSecond', 2.5, `${rate} 2.5`],
+      ['rateLimitPerSecond', 100_001, `${rate} 100001`],
+    ];
+    for (const [field, value, message] of cases) {
+      const answer = await hookline.api('PUT', '/v1/webhook', { body: { ...validConfig, [field]: value } });
+      expectError(answer, 400, 'validation_failed');
+      expect(answer.body.error.details, `${field}: ${JSON.stringify(value)}`).toEqual([{ path: `body.${field}`, message }]);
+      expect(answer.body.error.message).toBe(`invalid body: body.${field}: ${message}`);
+    }
+    expectError(await hookline.api('GET', '/v1/webhook'), 404, 'webhook_not_configured');
+    expect((await hookline.api('PUT', '/v1/webhook', { body: { ...validConfig, maxConcurrency: 8 } })).body).toMatchObject({ maxConcurrency: 8 });
   });
 
   it('refuses a loopback callbackUrl unless private networks are allowed', async () => {

@@ -8,7 +8,7 @@ import { waitFor } from '../helpers/wait-for.js';
 /**
  * Issue 15 in cluster mode: headers, filter, ordering and the operational URL and secret are part of
  * the webhook record, which the partition changelog carries whole; a new owner after kill -9 has
- * them all and acts on them.
+ * them all and acts on them. So are issue 35's delivery limits (`maxConcurrency`, `rateLimitPerSecond`).
  */
 
 beforeAll(() => ensureBuilt(), 120_000);
@@ -32,6 +32,8 @@ describe('delivery features in a cluster', () => {
       filter: { 'data.amount': { $gte: 100 } },
       ordering: 'fifo',
       operationalUrl: ops.url,
+      maxConcurrency: 3,
+      rateLimitPerSecond: 40,
     };
     // Configured through the node that does not own the project: forwarded to the owner.
     const put = await c.apiSettled(survivor, 'PUT', '/v1/webhook', { key: apiKey, body: config });

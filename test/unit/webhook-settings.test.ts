@@ -4,10 +4,10 @@ import { configureWebhook, disableWebhook, operationalTarget, rotateSecret, sign
 import type { ConfigureInput, Webhook } from '../../src/actors/webhook-settings.js';
 import type { WebhookRecord } from '../../src/store/records.js';
 
-/** Issue 15's fields in the pure configuration changes: defaults, replacement by PUT, kept secrets. */
+/** Issue 15's and issue 35's fields in the pure configuration changes: defaults, replacement by PUT, kept secrets. */
 
 const base: ConfigureInput = { callbackUrl: 'https://example.com/hooks', status: 'active', eventTypes: ['service.trigger.event'] };
-const full: ConfigureInput = { ...base, headers: { 'X-Tenant': 'acme' }, filter: { type: 'service.trigger.event' }, ordering: 'fifo', operationalUrl: 'https://example.com/ops' };
+const full: ConfigureInput = { ...base, headers: { 'X-Tenant': 'acme' }, filter: { type: 'service.trigger.event' }, ordering: 'fifo', operationalUrl: 'https://example.com/ops', maxConcurrency: 2, rateLimitPerSecond: 20 };
 
 const inputArb: fc.Arbitrary<ConfigureInput> = fc.record(
   {
@@ -18,6 +18,8 @@ const inputArb: fc.Arbitrary<ConfigureInput> = fc.record(
     filter: fc.constantFrom(null, { 'data.n': 1 }),
     ordering: fc.constantFrom('unordered' as const, 'fifo' as const),
     operationalUrl: fc.constantFrom(null, 'https://example.com/ops'),
+    maxConcurrency: fc.constantFrom(null, 1, 7),
+    rateLimitPerSecond: fc.constantFrom(null, 1, 500),
   },
   { requiredKeys: ['callbackUrl', 'status', 'eventTypes'] },
 );
@@ -25,7 +27,7 @@ const inputArb: fc.Arbitrary<ConfigureInput> = fc.record(
 describe('webhook settings', () => {
   it('a record stored before issue 15 reads with every default', () => {
     const old: WebhookRecord = { callbackUrl: base.callbackUrl, state: 'active', eventTypes: base.eventTypes, createdAt: 1, updatedAt: 1, secrets: [], failingSince: null, disabledAt: null, disabledReason: null };
-    expect(withWebhookDefaults(old)).toEqual({ ...old, headers: {}, filter: null, ordering: 'unordered', operationalUrl: null, operationalSecret: null });
+    expect(withWebhookDefaults(old)).toEqual({ ...old, headers: {}, filter: null, ordering: 'unordered', operationalUrl: null, operationalSecret: null, maxConcurrency: null, rateLimitPerSecond: null });
     expect(withWebhookDefaults(undefined)).toBeUndefined();
   });
 
@@ -37,7 +39,14 @@ describe('webhook settings', () => {
         for (const [at, input] of inputs.entries()) {
           const before = webhook;
           webhook = configureWebhook(webhook, input, at + 1);
-          expect(webhook).toMatchObject({ headers: input.headers ?? {}, filter: input.filter ?? null, ordering: input.ordering ?? 'unordered', operationalUrl: input.operationalUrl ?? null });
+          expect(webhook).toMatchObject({
+            headers: input.headers ?? {},
+            filter: input.filter ?? null,
+            ordering: input.ordering ?? 'unordered',
+            operationalUrl: input.operationalUrl ?? null,
+            maxConcurrency: input.maxConcurrency ?? null,
+            rateLimitPerSecond: input.rateLimitPerSecond ?? null,
+          });
           expect(webhook.secrets).toEqual(before?.secrets ?? webhook.secrets);
           operationalSecret ??= webhook.operationalSecret;
           expect(webhook.operationalSecret).toBe(operationalSecret);
@@ -48,7 +57,7 @@ describe('webhook settings', () => {
     );
   });
 
-  it('operational deliveries go to the operational URL with the operational secret, active whatever the endpoint, unordered and plain', () => {
+  it('operational deliveries go to the operational URL with the operational secret, active whatever the endpoint, unordered, unpaced and plain', () => {
     const configured = configureWebhook(undefined, full, 1);
     const disabled = disableWebhook(configured, 'the endpoint answered 410 Gone', 2)!;
     expect(operationalTarget(disabled)).toMatchObject({
@@ -58,6 +67,8 @@ describe('webhook settings', () => {
       headers: {},
       filter: null,
       ordering: 'unordered',
+      maxConcurrency: null,
+      rateLimitPerSecond: null,
     });
     expect(operationalTarget(configureWebhook(configured, base, 3))).toBeUndefined();
   });

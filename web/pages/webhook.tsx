@@ -21,6 +21,8 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
   const [filterText, setFilterText] = useState('');
   const [operationalUrl, setOperationalUrl] = useState('');
   const [ordering, setOrdering] = useState<DeliveryOrdering>('unordered');
+  const [maxConcurrencyText, setMaxConcurrencyText] = useState('');
+  const [rateLimitText, setRateLimitText] = useState('');
   const [saving, setSaving] = useState(false);
   const [saveResult, setSaveResult] = useState<Result>(null);
 
@@ -33,6 +35,8 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
     setFilterText(webhook.filter === null ? '' : JSON.stringify(webhook.filter, null, 2));
     setOperationalUrl(webhook.operationalUrl ?? '');
     setOrdering(webhook.ordering);
+    setMaxConcurrencyText(webhook.maxConcurrency === null ? '' : String(webhook.maxConcurrency));
+    setRateLimitText(webhook.rateLimitPerSecond === null ? '' : String(webhook.rateLimitPerSecond));
   };
 
   useEffect(() => {
@@ -53,10 +57,14 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
     if (typeof headers === 'string') return setSaveResult({ kind: 'error', text: headers });
     const filter = parseFilter(filterText);
     if (typeof filter === 'string') return setSaveResult({ kind: 'error', text: filter });
+    const maxConcurrency = parseLimit(maxConcurrencyText, 'Max concurrency');
+    if (typeof maxConcurrency === 'string') return setSaveResult({ kind: 'error', text: maxConcurrency });
+    const rateLimitPerSecond = parseLimit(rateLimitText, 'Rate limit');
+    if (typeof rateLimitPerSecond === 'string') return setSaveResult({ kind: 'error', text: rateLimitPerSecond });
     setSaving(true);
     setSaveResult(null);
     try {
-      fill(await api.client.configureWebhook({ callbackUrl: callbackUrl.trim(), status, eventTypes, headers, filter, ordering, operationalUrl: operationalUrl.trim() || null }));
+      fill(await api.client.configureWebhook({ callbackUrl: callbackUrl.trim(), status, eventTypes, headers, filter, ordering, operationalUrl: operationalUrl.trim() || null, maxConcurrency, rateLimitPerSecond }));
       setSaveResult({ kind: 'success', text: 'Saved. New events are delivered with this configuration.' });
     } catch (caught) {
       setSaveResult({ kind: 'error', text: describeError(caught) });
@@ -96,6 +104,10 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
             <dd>{config.filter === null ? 'none: every event of these types' : <code class="wrap">{JSON.stringify(config.filter)}</code>}</dd>
             <dt>Ordering</dt>
             <dd>{config.ordering === 'fifo' ? 'fifo: one at a time, in ingest order' : 'unordered'}</dd>
+            <dt>Max concurrency</dt>
+            <dd>{config.maxConcurrency === null ? 'the node\'s limit' : `${config.maxConcurrency} in flight`}</dd>
+            <dt>Rate limit</dt>
+            <dd>{config.rateLimitPerSecond === null ? 'none' : `${config.rateLimitPerSecond} per second`}</dd>
             <dt>Operational events</dt>
             <dd>{config.operationalUrl === null ? 'not sent' : <code class="wrap">{config.operationalUrl}</code>}</dd>
             <dt>Created</dt>
@@ -134,6 +146,20 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
               {eventTypes.length === 0 && <span class="hint error-text">Choose at least one event type.</span>}
             </fieldset>
             <RadioChoices legend="Ordering" name="w-ordering" value={ordering} onChange={setOrdering} choices={ORDERING_CHOICES} />
+            <div class="field wide">
+              <label for="w-max-concurrency">Max concurrency</label>
+              <input id="w-max-concurrency" class="short" type="number" inputMode="numeric" min={1} step={1} value={maxConcurrencyText} onInput={(event) => setMaxConcurrencyText(event.currentTarget.value)} aria-describedby="w-max-concurrency-hint" />
+              <span id="w-max-concurrency-hint" class="hint">
+                Attempts in flight at most, up to the node's <code>HOOKLINE_ENDPOINT_CONCURRENCY</code> (default 50). Empty: that limit.
+              </span>
+            </div>
+            <div class="field wide">
+              <label for="w-rate-limit">Rate limit (per second)</label>
+              <input id="w-rate-limit" class="short" type="number" inputMode="numeric" min={1} max={100000} step={1} value={rateLimitText} onInput={(event) => setRateLimitText(event.currentTarget.value)} aria-describedby="w-rate-limit-hint" />
+              <span id="w-rate-limit-hint" class="hint">
+                Attempts started per second at most (1 to 100,000); a backlog goes out at this pace. Empty: no limit.
+              </span>
+            </div>
             <div class="field wide">
               <label for="w-headers">Custom headers</label>
               <textarea id="w-headers" rows={3} value={headersText} onInput={(event) => setHeadersText(event.currentTarget.value)} placeholder="X-Tenant: acme" spellcheck={false} aria-describedby="w-headers-hint" />
@@ -207,6 +233,12 @@ function parseHeaders(text: string): Record<string, string> | string {
     headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
   }
   return headers;
+}
+
+/** A limit field as a number, null when empty, or what is wrong with it (the server checks the range). */
+function parseLimit(text: string, label: string): number | null | string {
+  if (text.trim() === '') return null;
+  return /^\d+$/.test(text.trim()) ? Number(text.trim()) : `${label}: a whole number, or empty for no limit`;
 }
 
 /** The filter field as a rule, null when empty, or why it is not JSON (the server checks the rule). */

@@ -4,10 +4,12 @@ import { isBlockedLiteralHost } from '../../transport/address-guard.js';
 import { isoTime } from '../../iso-time.js';
 import { presentWebhook } from '../present.js';
 import type { RotatedSecretResponse, WebhookSecretResponse } from '../response-schemas.js';
-import { configureWebhookBody, parseInput, rotateSecretBody } from '../schemas.js';
+import { configureWebhookBodyFor, parseInput, rotateSecretBody } from '../schemas.js';
 import type { HttpDeps } from '../server.js';
 
 export function registerWebhookRoutes(app: FastifyInstance, { engine }: HttpDeps): void {
+  // `maxConcurrency` may not ask for more than this node gives any endpoint.
+  const configureWebhookBody = configureWebhookBodyFor(engine.settings.endpointConcurrency);
   app.put('/webhook', async (request) => {
     const input = parseInput(configureWebhookBody, request.body, 'body');
     for (const field of ['callbackUrl', 'operationalUrl'] as const) {
