@@ -97,25 +97,31 @@ function eventOf(record: DeliveryRecord): EventRecord {
 }
 
 /** Writes the steps in the given groups; a group marked `again` is written, then written again with the next one (its commit taken for unconfirmed). */
-async function writeSteps(store: HooklineStore, first: DeliveryRecord, changes: DeliveryChange[], cuts: Array<{ size: number; again: boolean }>): Promise<void> {
+async function writeSteps(store: HooklineStore, first: DeliveryRecord, changes: DeliveryChange[], cuts: Array<{ size: number; again: boolean }>, projectId = PROJECT): Promise<void> {
+  // The stored status and due time, as the delivery's writer tracks them (delivery-writer.ts).
   let stored = first.status;
+  let storedDueAt: number | null = null;
   let from = 0;
   let unconfirmed: DeliveryChange[] = [];
   for (const cut of cuts) {
     if (from >= changes.length) break;
     const group = changes.slice(from, from + cut.size);
     from += group.length;
-    await store.applyDeliveryChanges(PROJECT, first, stored, [...unconfirmed, ...group], unconfirmed.length > 0);
+    await store.applyDeliveryChanges(projectId, first, stored, [...unconfirmed, ...group], unconfirmed.length > 0, storedDueAt);
     if (cut.again) {
       unconfirmed = [...unconfirmed, ...group];
     } else {
       unconfirmed = [];
       stored = group.at(-1)!.status;
+      storedDueAt = stored === 'retrying' ? group.at(-1)!.nextAttemptAt : null;
     }
   }
   const rest = changes.slice(from);
-  if (unconfirmed.length + rest.length > 0) await store.applyDeliveryChanges(PROJECT, first, stored, [...unconfirmed, ...rest], unconfirmed.length > 0);
+  if (unconfirmed.length + rest.length > 0) await store.applyDeliveryChanges(projectId, first, stored, [...unconfirmed, ...rest], unconfirmed.length > 0, storedDueAt);
 }
+
+/** Every entry of the due index, as [projectId, dueAt, deliveryId]. */
+const dueEntries = (store: HooklineStore) => [...store.deliveryTables.due.getKeys()].filter((key) => Array.isArray(key));
 
 const indexedStatuses = (store: HooklineStore, id: string) => DELIVERY_STATUSES.filter((status) => [...store.deliveryIdsByStatus(PROJECT, status)].includes(id));
 
@@ -137,8 +143,66 @@ describe('delivery write model', () => {
         const expected = referenceRecord(first, changes);
         expect(store.getDelivery(PROJECT, first.id)).toEqual(expected);
         expect(indexedStatuses(store, first.id)).toEqual([expected.status]);
+        // The due index holds a retrying delivery at its due time, and nothing else of it.
+        expect(dueEntries(store).filter((key) => key[2] === first.id)).toEqual(expected.status === 'retrying' ? [[PROJECT, expected.nextAttemptAt, first.id]] : []);
       }),
       { seed: 12, numRuns: 150 },
+    );
+  });
+
+  it('the due index matches a model of the retrying deliveries under any ingests, steps, restarts and prunes, and a refill reads it in due order', async () => {
+    const dir = makeTempDir();
+    onTestFinished(() => dir.remove());
+    let store = new HooklineStore({ path: dir.path });
+    onTestFinished(() => store.close());
+    let index = 0;
+    const operation = fc.oneof(
+      fc.record({ kind: fc.constant('deliveries' as const), plans: fc.array(deliveryArbitrary, { minLength: 1, maxLength: 5 }), project: fc.constantFrom('a', 'b') }),
+      fc.record({ kind: fc.constant('restart' as const) }),
+      fc.record({ kind: fc.constant('prune' as const), project: fc.constantFrom('a', 'b') }),
+    );
+    /** The model: each delivery's head as the reference records end. */
+    const model = new Map<string, { projectId: string; record: DeliveryRecord }>();
+    await fc.assert(
+      fc.asyncProperty(fc.array(operation, { minLength: 1, maxLength: 8 }), async (operations) => {
+        for (const op of operations) {
+          if (op.kind === 'deliveries') {
+            for (const { choices, cuts } of op.plans) {
+              const first = newRecord(index++);
+              await store.writeIngest(op.project, eventOf(first), first);
+              const changes = stepsFor(first, choices);
+              await writeSteps(store, first, changes, cuts, op.project);
+              model.set(first.id, { projectId: op.project, record: referenceRecord(first, changes) });
+            }
+          } else if (op.kind === 'restart') {
+            await store.close();
+            store = new HooklineStore({ path: dir.path });
+          } else {
+            await store.pruneTerminal(op.project, 'dlv_\uffff', store.terminalIdsBefore(op.project, 'dlv_\uffff', 10_000));
+            for (const [id, { projectId, record }] of model) if (projectId === op.project && (record.status === 'succeeded' || record.status === 'dead_lettered')) model.delete(id);
+          }
+        }
+        const expected = [...model.values()].filter(({ record }) => record.status === 'retrying').map(({ projectId, record }) => [projectId, record.nextAttemptAt, record.id]);
+        const byKey = (a: unknown[], b: unknown[]) => JSON.stringify(a).localeCompare(JSON.stringify(b));
+        expect(dueEntries(store).sort(byKey)).toEqual(expected.sort(byKey));
+        for (const project of ['a', 'b']) {
+          const retrying = [...model.values()].filter(({ projectId, record }) => projectId === project && record.status === 'retrying').map(({ record }) => record);
+          const inDueOrder = retrying.sort((x, y) => x.nextAttemptAt! - y.nextAttemptAt! || (x.id < y.id ? -1 : 1)).map((record) => record.id);
+          // A refill in batches of 2 reads them all, in due order, once each.
+          const read: string[] = [];
+          let from = null;
+          do {
+            const batch = store.deliveryTables.dueRetrying(project, from, Infinity, 2, () => false);
+            expect(batch.stale).toEqual([]);
+            read.push(...batch.found.map((entry) => entry.id));
+            from = batch.next;
+          } while (from !== null);
+          expect(read).toEqual(inDueOrder);
+          const waiting = [...model.values()].filter(({ projectId, record }) => projectId === project && record.status !== 'succeeded' && record.status !== 'dead_lettered');
+          expect(store.deliveryTables.countInStatuses(project, ['pending', 'delivering', 'retrying'])).toBe(waiting.length);
+        }
+      }),
+      { seed: 35, numRuns: 40 },
     );
   });
 
@@ -308,6 +372,35 @@ describe('delivery write model', () => {
     const live = [...finals].filter(([, status]) => status !== 'succeeded' && status !== 'dead_lettered').map(([id]) => id);
     expect(live.length).toBeGreaterThan(10);
     expect(actor.liveCount).toBe(live.length);
+    expect(actor.waiting).toBe(live.length);
     for (const id of live) expect(actor.holds(id), id).toBe(true);
+  });
+
+  it('builds the due index of a store written before it, once, at open', async () => {
+    const dir = makeTempDir();
+    onTestFinished(() => dir.remove());
+    const store = new HooklineStore({ path: dir.path });
+    const retrying = new Map<string, number>();
+    for (const [n, { choices, cuts }] of fc.sample(deliveryArbitrary, { seed: 9, numRuns: 60 }).entries()) {
+      const first = newRecord(n);
+      await store.writeIngest(PROJECT, eventOf(first), first);
+      const changes = stepsFor(first, choices);
+      await writeSteps(store, first, changes, cuts);
+      if (changes.at(-1)?.status === 'retrying') retrying.set(first.id, changes.at(-1)!.nextAttemptAt!);
+    }
+    expect(retrying.size).toBeGreaterThan(3);
+    await store.close();
+    // As a version without the due index left it: no entries, no mark in `meta`.
+    const root = open({ path: dir.path, noSubdir: false });
+    const due = root.openDB<unknown, Key>({ name: 'deliveries-due' });
+    await root.transaction(() => {
+      for (const key of due.getKeys()) due.remove(key);
+      root.openDB<unknown, Key>({ name: 'meta' }).remove('due-index');
+    });
+    await root.close();
+
+    const reopened = new HooklineStore({ path: dir.path });
+    onTestFinished(() => reopened.close());
+    expect(dueEntries(reopened).filter((key) => key[0] === PROJECT).map((key) => [key[2], key[1]]).sort()).toEqual([...retrying].sort());
   });
 });
