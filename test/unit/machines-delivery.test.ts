@@ -12,7 +12,7 @@ import {
   initialDeliveryCounters,
   isTerminalDelivery,
 } from '../../src/machines/index.js';
-import type { DeliveryCounters, DeliveryEvent, DeliveryStatus } from '../../src/machines/index.js';
+import type { DeliveryCounters, DeliveryEvent, DeliveryStatus, DeliveryStep } from '../../src/machines/index.js';
 
 const SEED = 20_251_122;
 type Snapshot = SnapshotFrom<typeof deliveryMachine>;
@@ -328,7 +328,7 @@ describe('delivery machine: the transitions the contract names', () => {
         for (let attempt = 0; attempt < maxAttempts; attempt++) {
           const skipped = held[attempt]!;
           const started: DeliveryStatus = skipped ? state : deliveryTable.next(state, context, { type: 'START_ATTEMPT' })!.state;
-          const step = deliveryTable.next(started, context, { type: skipped ? 'CIRCUIT_OPEN' : 'ATTEMPT_FAILED' })!;
+          const step: DeliveryStep = deliveryTable.next(started, context, { type: skipped ? 'CIRCUIT_OPEN' : 'ATTEMPT_FAILED' })!;
           expect(step.state).toBe(attempt === maxAttempts - 1 ? 'dead_lettered' : 'retrying');
           state = step.state;
           context = step.context;
