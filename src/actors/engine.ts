@@ -106,6 +106,7 @@ export class Engine implements BatchEventSink {
       scheduledRetries: () => this.scheduler.size,
       // Of the projects this node serves: in a cluster its store keeps what it served before a partition moved.
       deadLettered: () => this.store.countByStatus('dead_lettered', (projectId) => this.owns(projectId)),
+      circuitsOpen: () => this.sumOverActors((actor) => (actor.circuit().state === 'closed' ? 0 : 1)),
     });
     this.random = options.random ?? Math.random;
     this.liveBudget = { count: 0, max: settings.maxLiveDeliveries };
@@ -150,6 +151,8 @@ export class Engine implements BatchEventSink {
         retryJitter: this.settings.retryJitter,
         disableAfterMs: this.settings.disableAfterMs,
         endpointConcurrency: this.settings.endpointConcurrency,
+        circuitFailures: this.settings.circuitFailures,
+        circuitProbeIntervalMs: this.settings.circuitProbeIntervalMs,
         liveBudget: this.liveBudget,
         ingestsInFlight: this.ingestsInFlight,
         retentionCutoffId: () => this.retentionCutoffId(),
