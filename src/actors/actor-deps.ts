@@ -32,6 +32,10 @@ export interface ProjectActorDeps {
   deliveryWindow: number;
   /** Shared by every actor of the engine: how many deliveries are held in memory (a gauge). */
   heldDeliveries: { count: number };
+  /** Counted failures in a row that open the endpoint's circuit (circuit-breaker.ts); 0 turns it off. */
+  circuitFailures: number;
+  /** Wait after an opening or a failed probe before the next probe. */
+  circuitProbeIntervalMs: number;
   /** Shared by every actor of the engine: ingests of event ids not yet stored and replicated. */
   ingestsInFlight: IngestsInFlight;
   /**

@@ -5,11 +5,13 @@ import type { DeliveryEventType, DeliveryStatus, DeliveryStep } from '../machine
 import type { WaitingEntry } from '../store/delivery-tables.js';
 import type { AttemptRecord, DeliveryChange, DeliveryHead, TransitionRecord, WebhookRecord } from '../store/records.js';
 import type { AttemptOutcome } from '../transport/http-sender.js';
+import type { RetryOutcome } from './retry-policy.js';
 import { maskUrlCredentials } from '../transport/url-credentials.js';
 import type { ProjectActorDeps, WebhookHolder } from './actor-deps.js';
 import { AttemptRequests } from './attempt-request.js';
 import { DeliveryWindow, DUE_HORIZON_MS } from './delivery-window.js';
 import { DeliveryWriter } from './delivery-writer.js';
+import { EndpointCircuit } from './endpoint-circuit.js';
 import { endpointHealthAfter } from './endpoint-health.js';
 import { EndpointPacer } from './endpoint-pacing.js';
 import { LifecycleDrain } from './lifecycle-drain.js';
@@ -41,6 +43,11 @@ import { ReadyLine } from './ready-line.js';
 export const WAITING_STATUSES = ['pending', 'delivering', 'retrying'] as const;
 
 const HTTP_GONE = 410;
+/**
+ * A failed-fast attempt's next one is at least 1 ms later: due at once, it would be failed again
+ * within the same pump, recursing through a zero-delay schedule's round.
+ */
+const FAILED_FAST: RetryOutcome = { retryAfterMs: 1 };
 
 export class DeliveryLifecycle {
   private readonly live = new LiveIndex<LiveDelivery>();
@@ -58,6 +65,8 @@ export class DeliveryLifecycle {
   private readonly window: DeliveryWindow;
   /** Deliveries not yet final, held or on disk: what HOOKLINE_MAX_WAITING_PER_PROJECT bounds. */
   private waitingCount: number;
+  /** The endpoint's circuit breaker; none for operational deliveries, which govern no endpoint. */
+  readonly circuit: EndpointCircuit | null;
 
   constructor(
     readonly projectId: string,
@@ -84,6 +93,7 @@ export class DeliveryLifecycle {
     this.waitingCount = deps.store.deliveryTables.countInStatuses(projectId, WAITING_STATUSES);
     this.pacer = new EndpointPacer(deps.clock, deps.endpointConcurrency, () => this.pump());
     this.pacer.configure(config.webhook());
+    this.circuit = config.notify ? new EndpointCircuit(projectId, deps, config, config.notify) : null;
   }
 
   /** Deliveries held in memory (waiting, and final ones whose last step is still being written). */
@@ -217,6 +227,8 @@ export class DeliveryLifecycle {
   private startAttempt(delivery: LiveDelivery): void {
     const webhook = this.config.webhook()!;
     const startedAt = this.deps.clock.now();
+    const admitted = this.circuit?.admit(delivery.id, startedAt);
+    if (admitted?.send === false) return this.failFast(delivery, admitted.reason, startedAt);
     const envelope = delivery.envelope ?? this.deps.store.getEvent(this.projectId, identityOf(this.deps.store, this.projectId, delivery).eventId)?.envelope;
     const started = this.step(delivery, 'START_ATTEMPT');
     this.attempting.add(delivery);
@@ -250,6 +262,7 @@ export class DeliveryLifecycle {
   /** An attempt that was never sent: given up to the next owner (dropped), or interrupted here to be made again after a backoff. */
   private notSent(delivery: LiveDelivery, stillHeld: boolean): void {
     this.attempting.delete(delivery);
+    this.circuit?.notSent(delivery.id);
     if (stillHeld && delivery.status === 'delivering') {
       const waitMs = unrecordedStartWaitMs(this.unrecordedStarts);
       this.unrecordedStarts++;
@@ -265,8 +278,22 @@ export class DeliveryLifecycle {
       .catch((error: unknown) => this.deps.logger.error({ err: error, projectId: this.projectId, deliveryId: delivery.id }, 'attempt bookkeeping failed'));
   }
 
+  /**
+   * The due attempt under an open circuit: not sent, failed at once (`CIRCUIT_OPEN`), so that the
+   * retry schedule still decides when the delivery dead-letters while the receiver gets only
+   * probes. It counts toward neither the endpoint's health nor the circuit's failures.
+   */
+  private failFast(delivery: LiveDelivery, reason: string, now: number): void {
+    const step = deliveryTable.next(delivery.status, delivery.counters, { type: 'CIRCUIT_OPEN' })!;
+    const attempt: AttemptRecord = { attempt: step.context.attempts, at: now, statusCode: null, durationMs: 0, error: reason, errorCode: 'circuit_open', responseBody: '' };
+    this.deps.metrics.attempts.inc({ outcome: 'circuit_open' });
+    delivery.envelope = null;
+    this.inBackground(this.apply(delivery, 'CIRCUIT_OPEN', step, { attemptInfo: { attempt, outcome: FAILED_FAST } }), delivery.id);
+  }
+
   private finishAttempt(delivery: LiveDelivery, outcome: AttemptOutcome, startedAt: number): void {
     this.attempting.delete(delivery);
+    this.circuit?.attemptEnded(delivery.id, outcome, this.deps.clock.now());
     const metrics = this.deps.metrics;
     const outcomeLabel = { outcome: outcome.ok ? 'success' : (outcome.errorCode ?? 'failure') };
     if (this.isOperational) {
@@ -310,7 +337,7 @@ export class DeliveryLifecycle {
    * with the change once it is committed; terminal deliveries leave memory only then. A step to
    * `pending` makes the delivery due at `dueAt`, by default now.
    */
-  apply(delivery: LiveDelivery, event: DeliveryEventType, step: DeliveryStep, details: { attemptInfo?: { attempt: AttemptRecord; outcome: AttemptOutcome }; dueAt?: number } = {}): Promise<DeliveryChange> {
+  apply(delivery: LiveDelivery, event: DeliveryEventType, step: DeliveryStep, details: { attemptInfo?: { attempt: AttemptRecord; outcome: RetryOutcome }; dueAt?: number } = {}): Promise<DeliveryChange> {
     const { attemptInfo } = details;
     const now = this.deps.clock.now();
     // A new round (retry, redrive) joins the ordered line at its tail, also when the dead letter is
@@ -388,7 +415,7 @@ export class DeliveryLifecycle {
   }
 
   /** The machine's named effects, bound to this actor's scheduler and clock. */
-  private runEffects(delivery: LiveDelivery, actions: readonly string[], now: number, outcome?: AttemptOutcome): void {
+  private runEffects(delivery: LiveDelivery, actions: readonly string[], now: number, outcome?: RetryOutcome): void {
     for (const action of actions) {
       switch (action) {
         case 'scheduleRetry': {

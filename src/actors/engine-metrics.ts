@@ -11,6 +11,7 @@ export class EngineMetrics {
   // operational URL that fails doubled the failed attempts and dead letters the log and gauge show.
   readonly operationalAttempts = new Counter({ name: 'hookline_operational_delivery_attempts_total', help: 'Attempts of operational deliveries (to operationalUrl) by outcome (success, failure error class)', labelNames: ['outcome'] as const, registers: [this.registry] });
   readonly operationalDeliveriesFinished = new Counter({ name: 'hookline_operational_deliveries_total', help: 'Operational deliveries (to operationalUrl) that reached succeeded or dead_lettered', labelNames: ['status'] as const, registers: [this.registry] });
+  readonly circuitTransitions = new Counter({ name: 'hookline_endpoint_circuit_transitions_total', help: 'Endpoint circuit breakers that opened (to="open") or closed again (to="closed")', labelNames: ['to'] as const, registers: [this.registry] });
   readonly attemptSeconds = new Histogram({
     name: 'hookline_delivery_attempt_duration_seconds',
     help: 'Time from sending an attempt to its outcome',
@@ -19,7 +20,7 @@ export class EngineMetrics {
   });
 
   /** Gauges read live values when scraped, so the hot path never updates them. */
-  constructor(readings: { liveDeliveries: () => number; waitingDeliveries: () => number; readyQueueDepth: () => number; scheduledRetries: () => number; deadLettered: () => number }) {
+  constructor(readings: { liveDeliveries: () => number; waitingDeliveries: () => number; readyQueueDepth: () => number; scheduledRetries: () => number; deadLettered: () => number; circuitsOpen: () => number }) {
     const gauge = (name: string, help: string, read: () => number) =>
       new Gauge({ name, help, registers: [this.registry], collect() { this.set(read()); } });
     gauge('hookline_live_deliveries', 'Deliveries held in memory (waiting ones due soon or in flight; the rest wait on disk)', readings.liveDeliveries);
@@ -27,5 +28,6 @@ export class EngineMetrics {
     gauge('hookline_ready_queue_depth', 'Deliveries due now, waiting for a free slot or a paused endpoint', readings.readyQueueDepth);
     gauge('hookline_scheduled_retries', 'Entries in the retry scheduler heap', readings.scheduledRetries);
     gauge('hookline_dead_lettered_deliveries', 'Deliveries in the dead-letter queue', readings.deadLettered);
+    gauge('hookline_endpoint_circuits_open', 'Endpoints whose circuit breaker is open or probing', readings.circuitsOpen);
   }
 }

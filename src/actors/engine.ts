@@ -107,6 +107,7 @@ export class Engine implements BatchEventSink {
       scheduledRetries: () => this.scheduler.size,
       // Of the projects this node serves: in a cluster its store keeps what it served before a partition moved.
       deadLettered: () => this.store.countByStatus('dead_lettered', (projectId) => this.owns(projectId)),
+      circuitsOpen: () => this.sumOverActors((actor) => (actor.circuit().state === 'closed' ? 0 : 1)),
     });
     this.random = options.random ?? Math.random;
     this.ownership = options.ownership;
@@ -153,6 +154,8 @@ export class Engine implements BatchEventSink {
         maxWaitingPerProject: this.settings.maxWaitingPerProject,
         deliveryWindow: this.settings.deliveryWindow,
         heldDeliveries: this.heldDeliveries,
+        circuitFailures: this.settings.circuitFailures,
+        circuitProbeIntervalMs: this.settings.circuitProbeIntervalMs,
         ingestsInFlight: this.ingestsInFlight,
         retentionCutoffId: () => this.retentionCutoffId(),
         nodeStopping: () => this.stopping !== null,

@@ -1,6 +1,6 @@
 /**
  * Operational webhooks: Hookline's own events about a project (its endpoint disabled or recovered,
- * a delivery dead-lettered), sent to the project's `operationalUrl` signed with its operational
+ * its circuit breaker opened or closed, a delivery dead-lettered), sent to the project's `operationalUrl` signed with its operational
  * secret, and delivered and retried by the same engine as the project's events.
  *
  * They are kept apart from the project's events under a companion store id, `<projectId>~ops`, so
@@ -21,6 +21,12 @@ const OPERATIONAL_EVENT_DATA = {
   'hookline.endpoint.recovered': z
     .strictObject({ projectId: z.string(), callbackUrl, recoveredAt: time })
     .describe('The first successful attempt after failed ones, or after the endpoint was disabled.'),
+  'hookline.endpoint.circuit_opened': z
+    .strictObject({ projectId: z.string(), callbackUrl, consecutiveFailures: z.number().int(), openedAt: time, nextProbeAt: time })
+    .describe('The endpoint\'s circuit breaker opened after HOOKLINE_CIRCUIT_FAILURES failures in a row: due attempts are failed unsent while one probe at a time tests the endpoint.'),
+  'hookline.endpoint.circuit_closed': z
+    .strictObject({ projectId: z.string(), callbackUrl, openedAt: time, closedAt: time })
+    .describe('The endpoint\'s circuit breaker closed again (a probe succeeded or the endpoint answered, or the webhook was configured): due attempts are sent again.'),
   'hookline.delivery.dead_lettered': z
     .strictObject({ projectId: z.string(), deliveryId: z.string(), eventId: z.string(), eventType: z.string(), attempts: z.number().int(), deadLetteredAt: time })
     .describe('A delivery of the project dead-lettered.'),

@@ -10,6 +10,8 @@ import type { IngestResult } from '../transport/types.js';
 import type { ProjectActorDeps } from './actor-deps.js';
 import type { AdmissionState } from './admission.js';
 import { admissionRefusal, shuttingDownError } from './admission.js';
+import type { Circuit } from './circuit-breaker.js';
+import { CLOSED_CIRCUIT } from './circuit-breaker.js';
 import { DeliveryLifecycle, WAITING_STATUSES } from './delivery-lifecycle.js';
 import type { FirstIngest } from './envelope.js';
 import { firstIngestOf, isRepeatOf } from './envelope.js';
@@ -95,11 +97,18 @@ export class ProjectActor {
     return this.webhook;
   }
 
+  /** The endpoint's circuit breaker as this node holds it (in memory only; closed after a start or a partition move). */
+  circuit(): Circuit {
+    return this.lifecycle.circuit?.state ?? CLOSED_CIRCUIT;
+  }
+
   // Configuration -------------------------------------------------------------------------------
 
   async configure(input: ConfigureInput): Promise<Webhook> {
     if (this.admission.isDraining) throw shuttingDownError('the webhook was not changed');
     const webhook = configureWebhook(this.webhook, input, this.deps.clock.now());
+    // A new URL, or the operator's word that the endpoint is back: the next due attempts are sent.
+    this.lifecycle.circuit?.reset(this.deps.clock.now());
     await this.saveWebhook(webhook);
     return webhook;
   }

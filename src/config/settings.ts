@@ -63,6 +63,10 @@ export interface Settings {
   disableAfterMs: number;
   /** Attempts in flight to one endpoint at most. */
   endpointConcurrency: number;
+  /** Counted failures in a row that open an endpoint's circuit breaker; 0 turns the breaker off. */
+  circuitFailures: number;
+  /** Wait between probes of an open circuit (a receiver's Retry-After may lengthen it). */
+  circuitProbeIntervalMs: number;
   /** API requests per second per project (token bucket, bursts of one second); 0 turns it off. */
   rateLimit: number;
   /** Waiting deliveries (not yet final) one project may have; beyond it that project's ingest and recovery answer 503. */
@@ -162,6 +166,8 @@ const environmentSchema = z.object({
   HOOKLINE_RETENTION: duration.default(30 * 24 * 3600_000),
   HOOKLINE_DISABLE_AFTER: duration.default(5 * 24 * 3600_000),
   HOOKLINE_ENDPOINT_CONCURRENCY: wholeNumber(1, 10_000).default(50),
+  HOOKLINE_CIRCUIT_FAILURES: wholeNumber(0, 1_000_000).default(10),
+  HOOKLINE_CIRCUIT_PROBE_INTERVAL: timerDuration.default(5_000),
   HOOKLINE_RATE_LIMIT: wholeNumber(0).default(20_000),
   HOOKLINE_MAX_WAITING_PER_PROJECT: wholeNumber(1).default(10_000_000),
   HOOKLINE_DELIVERY_WINDOW: wholeNumber(1).default(10_000),
@@ -273,6 +279,8 @@ export function settingsFromEnvironment(environment: Record<string, string | und
     retentionMs: env.HOOKLINE_RETENTION,
     disableAfterMs: env.HOOKLINE_DISABLE_AFTER,
     endpointConcurrency: env.HOOKLINE_ENDPOINT_CONCURRENCY,
+    circuitFailures: env.HOOKLINE_CIRCUIT_FAILURES,
+    circuitProbeIntervalMs: env.HOOKLINE_CIRCUIT_PROBE_INTERVAL,
     rateLimit: env.HOOKLINE_RATE_LIMIT,
     maxWaitingPerProject: env.HOOKLINE_MAX_WAITING_PER_PROJECT,
     deliveryWindow: env.HOOKLINE_DELIVERY_WINDOW,

@@ -77,18 +77,36 @@ const round = (value: number): number => Math.round(value * 10) / 10;
 const point = (x: number, y: number): Point => ({ x: round(x), y: round(y) });
 const format = (p: Point): string => `${p.x},${p.y}`;
 
-/** Rank of every state: breadth-first distance from the initial state; unreachable ones last. */
+/**
+ * Rank of every state: breadth-first distance from the initial state; unreachable ones last. A
+ * transient state goes below every state that leads into it from its own rank or above (the
+ * delivery machine's `failed` below `delivering`, though `pending` reaches it in one step too),
+ * so that it reads as the outcome it is, and the states it leads to go below it.
+ */
 export function rankStates(graph: MachineGraph): Map<string, number> {
-  const ranks = new Map<string, number>([[graph.initial, 0]]);
-  const queue = [graph.initial];
-  while (queue.length > 0) {
-    const state = queue.shift()!;
-    for (const edge of graph.edges) {
-      if (edge.from !== state || ranks.has(edge.to)) continue;
-      ranks.set(edge.to, ranks.get(state)! + 1);
-      queue.push(edge.to);
+  const breadthFirst = (fixed: ReadonlyMap<string, number>): Map<string, number> => {
+    const ranks = new Map<string, number>([[graph.initial, 0]]);
+    const queue = [graph.initial];
+    while (queue.length > 0) {
+      queue.sort((a, b) => ranks.get(a)! - ranks.get(b)!);
+      const state = queue.shift()!;
+      for (const edge of graph.edges) {
+        if (edge.from !== state || ranks.has(edge.to)) continue;
+        ranks.set(edge.to, fixed.get(edge.to) ?? ranks.get(state)! + 1);
+        queue.push(edge.to);
+      }
     }
+    return ranks;
+  };
+  const first = breadthFirst(new Map());
+  const fixed = new Map<string, number>();
+  for (const state of graph.transients) {
+    const rank = first.get(state);
+    if (rank === undefined) continue;
+    const above = graph.edges.filter((edge) => edge.to === state && edge.from !== state && (first.get(edge.from) ?? Infinity) <= rank).map((edge) => first.get(edge.from)!);
+    fixed.set(state, Math.max(rank, ...above.map((from) => from + 1)));
   }
+  const ranks = fixed.size === 0 ? first : breadthFirst(fixed);
   const last = Math.max(...ranks.values()) + 1;
   for (const state of graph.states) if (!ranks.has(state)) ranks.set(state, last);
   return ranks;

@@ -1,4 +1,5 @@
 import { isoTime } from '../iso-time.js';
+import type { Circuit } from '../actors/circuit-breaker.js';
 import type { Webhook } from '../actors/webhook-settings.js';
 import type { DeliveryRecord, EventRecord } from '../store/records.js';
 import type { DeliveryDetailResponse, DeliveryResponse, StoredEventResponse, WebhookConfigResponse } from './response-schemas.js';
@@ -7,7 +8,7 @@ type MachineState = DeliveryDetailResponse['transitions'][number]['to'];
 
 const isoOrNull = (ms: number | null) => (ms === null ? null : isoTime(ms));
 
-export function presentWebhook(webhook: Webhook): WebhookConfigResponse {
+export function presentWebhook(webhook: Webhook, circuit: Circuit): WebhookConfigResponse {
   return {
     callbackUrl: webhook.callbackUrl,
     status: webhook.state,
@@ -19,6 +20,7 @@ export function presentWebhook(webhook: Webhook): WebhookConfigResponse {
     operationalUrl: webhook.operationalUrl,
     maxConcurrency: webhook.maxConcurrency,
     rateLimitPerSecond: webhook.rateLimitPerSecond,
+    circuit: { state: circuit.state, consecutiveFailures: circuit.consecutiveFailures, openedAt: isoOrNull(circuit.openedAt), nextProbeAt: isoOrNull(circuit.nextProbeAt) },
     createdAt: isoTime(webhook.createdAt),
     updatedAt: isoTime(webhook.updatedAt),
   };

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ERROR_CODES } from '../errors.js';
+import { CIRCUIT_STATES } from '../actors/circuit-breaker.js';
 import { DELIVERY_STATUSES } from '../machines/index.js';
 import { EVENT_TYPES } from '../sdk/types.js';
 
@@ -45,6 +46,14 @@ export const webhookConfigResponse = z
     operationalUrl: z.string().nullable().describe('Where operational events go; `null` when none.'),
     maxConcurrency: z.number().int().min(1).nullable().describe('Attempts in flight to the endpoint at most, as set; `null`: the node\'s HOOKLINE_ENDPOINT_CONCURRENCY alone.'),
     rateLimitPerSecond: z.number().int().min(1).nullable().describe('Attempts started per second at most, as set; `null`: no pacing.'),
+    circuit: z
+      .strictObject({
+        state: z.enum(CIRCUIT_STATES).describe('`closed`: attempts are sent. `open`: due attempts are failed unsent (`errorCode` `circuit_open`) until `nextProbeAt`. `half_open`: one probe is in flight.'),
+        consecutiveFailures: z.number().int().min(0).describe('Failures in a row (no answer, 5xx, 429) of attempts that were sent.'),
+        openedAt: apiTime.nullable().describe('When it opened; `null` while closed.'),
+        nextProbeAt: apiTime.nullable().describe('From when the next due attempt is sent as the probe; `null` while closed.'),
+      })
+      .describe('The endpoint\'s circuit breaker (HOOKLINE_CIRCUIT_FAILURES), as the node serving the project holds it in memory: closed after a restart or a partition move.'),
     createdAt: apiTime,
     updatedAt: apiTime,
   });
@@ -92,7 +101,7 @@ export const deliveryDetailResponse = deliveryResponse
     attemptLog: z.array(
       lastAttempt.extend({
         attempt: z.number().int().min(1),
-        errorCode: z.string().nullable().describe('Stable class of a failure (`http_status`, `timeout`, `connection_refused`, ...); `null` on success.'),
+        errorCode: z.string().nullable().describe('Stable class of a failure (`http_status`, `timeout`, `connection_refused`, ...; `circuit_open` for an attempt failed unsent while the endpoint\'s circuit was open); `null` on success.'),
         responseBody: z.string().describe("The first 1 KB of the receiver's answer as text."),
       }),
     ),

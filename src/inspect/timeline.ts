@@ -31,8 +31,9 @@ export function matchPath(graph: MachineGraph, detail: Pick<DeliveryDetail, 'tra
         if (candidate.from !== transition.from || candidate.to !== transition.to) return false;
         return candidate.event === transition.event || (candidate.event === null && graph.transients.includes(transition.from!));
       }) ?? null;
-    // Attempt outcomes leave `delivering` counted, in its round or outside it (a 410): the n-th such hop is the n-th attempt.
-    const attempt = edge !== null && edge.from === 'delivering' && edge.actions.some((action) => ATTEMPT_COUNTERS.has(action)) ? (detail.attemptLog[attemptIndex++] ?? null) : null;
+    // Attempt outcomes are counted, in the round or outside it (a 410), sent or failed unsent under
+    // an open circuit (`CIRCUIT_OPEN`): the n-th such hop is the n-th attempt.
+    const attempt = edge !== null && edge.actions.some((action) => ATTEMPT_COUNTERS.has(action)) ? (detail.attemptLog[attemptIndex++] ?? null) : null;
     return { transition, edge, known: edge !== null, attempt };
   });
 }
@@ -58,6 +59,7 @@ function elapsed(ms: number): string {
 }
 
 function attemptText(attempt: AttemptLogEntry): string {
+  if (attempt.errorCode === 'circuit_open') return `attempt ${attempt.attempt}: not sent (the endpoint's circuit was open)`;
   const answer = attempt.statusCode === null ? `no answer (${attempt.error ?? 'unknown'})` : `HTTP ${attempt.statusCode}`;
   return `attempt ${attempt.attempt}: ${answer} in ${attempt.durationMs} ms`;
 }

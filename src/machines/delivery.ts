@@ -5,7 +5,10 @@
  *   delivery is born, where a held delivery waits while the configuration is paused or disabled,
  *   where an interrupted attempt returns (its outcome is unknown, so it is redone: at-least-once),
  *   and where `RETRY`/`REDRIVE` put a dead-lettered delivery to start a new round. Left by
- *   `START_ATTEMPT` when the dispatcher takes it.
+ *   `START_ATTEMPT` when the dispatcher takes it, or by `CIRCUIT_OPEN` when its attempt comes due
+ *   while the endpoint's circuit breaker is open and it is not the probe: the attempt is not sent
+ *   but counted as a failed one (`failed`), so the retry schedule still decides when it
+ *   dead-letters while the receiver gets only the probes.
  * - `delivering`: an HTTP attempt is in flight. Left by its outcome: `ATTEMPT_SUCCEEDED`,
  *   `ATTEMPT_FAILED` (both count the attempt), `ATTEMPT_GONE` when the endpoint answered 410 Gone
  *   (back to `pending`, held with the others while the engine disables the endpoint; counted in
@@ -19,6 +22,7 @@
  * - `retrying`: waiting for the backoff to elapse. The machine holds no timer: `scheduleRetry`
  *   asks the engine's scheduler for a due time, and the scheduler sends `START_ATTEMPT` when it is
  *   due. A manual `RETRY` stays here and makes it due now (`makeDueNow`, same round).
+ *   `CIRCUIT_OPEN` fails the due attempt without sending it, as from `pending`.
  * - `succeeded`: final. The receiver answered 2xx; nothing leaves it (replay makes a new delivery).
  * - `dead_lettered`: every attempt of the round failed. Left only by an operator: `RETRY` (one
  *   delivery) or `REDRIVE` (many), both back to `pending` with a fresh round (`startRound`).
@@ -44,6 +48,7 @@ export const DELIVERY_EVENT_TYPES = [
   'ATTEMPT_FAILED',
   'ATTEMPT_GONE',
   'ATTEMPT_INTERRUPTED',
+  'CIRCUIT_OPEN',
   'RETRY',
   'REDRIVE',
 ] as const;
@@ -125,6 +130,7 @@ export const deliveryMachine = setup({
     pending: {
       on: {
         START_ATTEMPT: { target: 'delivering' },
+        CIRCUIT_OPEN: { target: 'failed', actions: 'countAttempt' },
       },
     },
     delivering: {
@@ -144,6 +150,7 @@ export const deliveryMachine = setup({
     retrying: {
       on: {
         START_ATTEMPT: { target: 'delivering' },
+        CIRCUIT_OPEN: { target: 'failed', actions: 'countAttempt' },
         RETRY: { target: 'retrying', actions: 'makeDueNow' },
       },
     },

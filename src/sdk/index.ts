@@ -27,6 +27,7 @@ export type {
   DeliveryOrdering,
   DeliveryTransition,
   EventListFilter,
+  EndpointCircuit,
   EventMetadata,
   EventPage,
   EventPageQuery,

@@ -147,8 +147,25 @@ export interface WebhookConfig {
   maxConcurrency: number | null;
   /** Attempts started per second at most, as set; `null`: no pacing. */
   rateLimitPerSecond: number | null;
+  /** The endpoint's circuit breaker, as the node serving the project holds it. */
+  circuit: EndpointCircuit;
   createdAt: string;
   updatedAt: string;
+}
+
+/**
+ * An endpoint's circuit breaker. `open`: after `HOOKLINE_CIRCUIT_FAILURES` failures in a row (no
+ * answer, 5xx, 429), due attempts are failed without being sent (their attempt log says
+ * `circuit_open`) until `nextProbeAt`, when one is sent as the probe (`half_open`); its success
+ * closes the circuit. Held in memory: closed again after a restart or a partition move.
+ */
+export interface EndpointCircuit {
+  state: 'closed' | 'open' | 'half_open';
+  consecutiveFailures: number;
+  /** When it opened; `null` while closed. */
+  openedAt: string | null;
+  /** From when the next due attempt is sent as the probe; `null` while closed. */
+  nextProbeAt: string | null;
 }
 
 export interface WebhookSecret {

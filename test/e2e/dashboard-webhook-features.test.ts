@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { API_KEY, startTestHookline, waitForDeliveryStatus } from '../helpers/hookline.js';
 import { startReceiver } from '../helpers/receiver.js';
+import { waitFor } from '../helpers/wait-for.js';
 import { openPage, screenshot, signIn, useChromium } from './browser.js';
 
 const browser = useChromium();
@@ -72,6 +73,31 @@ describe('webhook delivery features on the dashboard (headless Chromium)', () =>
     await waitForDeliveryStatus(hookline.client, sent.deliveryId!, 'succeeded');
     expect(receiver.received[0]!.headers).toMatchObject({ 'x-tenant': 'acme', 'x-region': 'eu' });
     await screenshot(page, 'webhook-features', { readme: false, fullPage: true });
+    expect(problems).toEqual([]);
+  });
+
+  it("shows the endpoint's circuit breaker: closed, then open with since when and the next probe", { timeout: 60_000 }, async () => {
+    const hookline = await startTestHookline({ circuitFailures: 2, circuitProbeIntervalMs: 60_000 });
+    const receiver = await startReceiver({ respond: () => ({ status: 503 }) });
+    await hookline.client.configureWebhook({ callbackUrl: receiver.url, status: 'active', eventTypes: ['service.trigger.event'] });
+    const { page, problems } = await openPage(browser());
+    await signIn(page, hookline.url, API_KEY);
+    await page.getByRole('link', { name: 'Webhook' }).click();
+    const current = page.getByRole('region', { name: 'Current configuration' });
+    await current.locator('.circuit-closed').waitFor();
+
+    await hookline.client.sendEvents([{ type: 'service.trigger.event', data: { n: 1 } }, { type: 'service.trigger.event', data: { n: 2 } }]);
+    const open = await waitFor(async () => {
+      const { circuit } = await hookline.client.getWebhook();
+      return circuit.state === 'open' ? circuit : null;
+    }, { message: 'the circuit open' });
+    await page.reload();
+    await page.getByRole('link', { name: 'Webhook' }).click();
+    await current.locator('.circuit-open').waitFor();
+    const text = await current.locator('.circuit-detail').textContent();
+    expect(text).toContain('after 2 failures in a row');
+    expect(text).toMatch(/since .+next probe at /);
+    expect(open.nextProbeAt).not.toBeNull();
     expect(problems).toEqual([]);
   });
 });

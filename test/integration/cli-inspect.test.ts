@@ -40,12 +40,14 @@ describe('hookline inspect', () => {
     // No edge of the machine in the path's rows, no moment of the delivery in the edges' rows.
     expect(pathTable).not.toContain('REDRIVE');
     const edgeRows = edgeTable!.split('\n');
-    expect(edgeRows[0]).toMatch(/^The delivery machine's edges \(\d+ edges\), × how often this delivery took each:$/);
+    expect(edgeRows[0]).toBe("The delivery machine's edges (14 edges), × how often this delivery took each:");
     expect(edgeRows[1]).toMatch(/^taken +edge +on$/);
     expect(edgeRows[2]).toMatch(/^1× +\[\*\] → pending +\(created\)$/);
     expect(edgeTable).toMatch(/^1× +pending → delivering +START_ATTEMPT$/m);
     expect(edgeTable).toMatch(/^1× +failed → retrying +always \[hasAttemptsLeft\] \/ scheduleRetry$/m);
     expect(edgeTable).toMatch(/^1× +retrying → delivering +START_ATTEMPT$/m);
+    expect(edgeTable).toMatch(/^· +pending → failed +CIRCUIT_OPEN \/ countAttempt$/m);
+    expect(edgeTable).toMatch(/^· +retrying → failed +CIRCUIT_OPEN \/ countAttempt$/m);
     expect(edgeTable).toMatch(/^· +dead_lettered → pending +REDRIVE \/ startRound$/m);
     expect(edgeTable).not.toMatch(/\d{2}:\d{2}:\d{2}/);
     expect(out).not.toContain('not in the machine');

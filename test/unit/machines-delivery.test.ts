@@ -12,7 +12,7 @@ import {
   initialDeliveryCounters,
   isTerminalDelivery,
 } from '../../src/machines/index.js';
-import type { DeliveryCounters, DeliveryEvent, DeliveryStatus } from '../../src/machines/index.js';
+import type { DeliveryCounters, DeliveryEvent, DeliveryStatus, DeliveryStep } from '../../src/machines/index.js';
 
 const SEED = 20_251_122;
 type Snapshot = SnapshotFrom<typeof deliveryMachine>;
@@ -22,6 +22,7 @@ const eventArb: fc.Arbitrary<DeliveryEvent> = fc.constantFrom(...DELIVERY_EVENT_
 const lifecycleEventArb: fc.Arbitrary<DeliveryEvent> = fc.oneof(
   { weight: 4, arbitrary: fc.constant<DeliveryEvent>({ type: 'START_ATTEMPT' }) },
   { weight: 4, arbitrary: fc.constant<DeliveryEvent>({ type: 'ATTEMPT_FAILED' }) },
+  { weight: 2, arbitrary: fc.constant<DeliveryEvent>({ type: 'CIRCUIT_OPEN' }) },
   { weight: 1, arbitrary: eventArb },
 );
 
@@ -138,9 +139,11 @@ describe('delivery machine: invariants', () => {
           const step = deliveryTable.next(state, context, event);
           if (step === null) continue;
           if (state === 'dead_lettered') failuresInRound = 0;
-          if (event.type === 'ATTEMPT_FAILED') failuresInRound += 1;
+          // A due attempt under an open circuit is not sent but fails like one that was.
+          const failed = event.type === 'ATTEMPT_FAILED' || event.type === 'CIRCUIT_OPEN';
+          if (failed) failuresInRound += 1;
           // A 410 Gone counts as an attempt but not in the round: the endpoint went away, the delivery did not fail.
-          if (event.type === 'ATTEMPT_FAILED' || event.type === 'ATTEMPT_SUCCEEDED' || event.type === 'ATTEMPT_GONE') attempts += 1;
+          if (failed || event.type === 'ATTEMPT_SUCCEEDED' || event.type === 'ATTEMPT_GONE') attempts += 1;
 
           expect(failuresInRound).toBeLessThanOrEqual(maxAttempts);
           expect(step.context.roundAttempts).toBeLessThanOrEqual(step.context.maxAttempts);
@@ -148,10 +151,10 @@ describe('delivery machine: invariants', () => {
           expect(step.context.attempts).toBe(attempts);
           expect(step.context.maxAttempts).toBe(maxAttempts);
           if (step.state === 'dead_lettered' && state !== 'dead_lettered') {
-            expect(event.type).toBe('ATTEMPT_FAILED');
+            expect(failed).toBe(true);
             expect(failuresInRound).toBe(maxAttempts);
           }
-          if (step.state === 'retrying' && event.type === 'ATTEMPT_FAILED') {
+          if (step.state === 'retrying' && failed) {
             expect(failuresInRound).toBeLessThan(maxAttempts);
           }
           expect(DELIVERY_STATUSES).toContain(step.state);
@@ -295,6 +298,45 @@ describe('delivery machine: the transitions the contract names', () => {
     for (const status of DELIVERY_STATUSES.filter((s) => s !== 'dead_lettered')) {
       expect(deliveryTable.next(status, counters(1), { type: 'REDRIVE' })).toBeNull();
     }
+  });
+
+  it('fails a due attempt under an open circuit from pending and retrying, counting it in the round', () => {
+    for (const from of ['pending', 'retrying'] as const) {
+      expect(deliveryTable.next(from, counters(1, 4), { type: 'CIRCUIT_OPEN' })).toEqual({
+        state: 'retrying',
+        context: counters(2, 5),
+        actions: ['scheduleRetry'],
+        transitions: [
+          { from, to: 'failed', event: 'CIRCUIT_OPEN' },
+          { from: 'failed', to: 'retrying', event: 'CIRCUIT_OPEN' },
+        ],
+      });
+      expect(deliveryTable.next(from, counters(2, 8), { type: 'CIRCUIT_OPEN' })).toMatchObject({ state: 'dead_lettered', context: counters(3, 9), actions: ['recordDeadLetter'] });
+    }
+  });
+
+  it('takes CIRCUIT_OPEN only where an attempt could start', () => {
+    const accepting = DELIVERY_STATUSES.filter((status) => deliveryTable.next(status, counters(1), { type: 'CIRCUIT_OPEN' }) !== null);
+    expect(accepting).toEqual(['pending', 'retrying']);
+  });
+
+  it('dead-letters a round of due attempts all held by an open circuit after exactly maxAttempts, as if each had failed', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 8 }), fc.array(fc.boolean(), { minLength: 8, maxLength: 8 }), (maxAttempts, held) => {
+        let state: DeliveryStatus = 'pending';
+        let context = initialDeliveryCounters(maxAttempts);
+        for (let attempt = 0; attempt < maxAttempts; attempt++) {
+          const skipped = held[attempt]!;
+          const started: DeliveryStatus = skipped ? state : deliveryTable.next(state, context, { type: 'START_ATTEMPT' })!.state;
+          const step: DeliveryStep = deliveryTable.next(started, context, { type: skipped ? 'CIRCUIT_OPEN' : 'ATTEMPT_FAILED' })!;
+          expect(step.state).toBe(attempt === maxAttempts - 1 ? 'dead_lettered' : 'retrying');
+          state = step.state;
+          context = step.context;
+        }
+        expect(context).toEqual({ attempts: maxAttempts, roundAttempts: maxAttempts, maxAttempts });
+      }),
+      { seed: SEED + 5, numRuns: 200 },
+    );
   });
 
   it('starts attempts only from pending and retrying', () => {

@@ -38,6 +38,10 @@ describe('settings in plain words', () => {
     ['HOOKLINE_RETENTION', '1y', 'a duration: a whole number with an optional unit ms, s, m, h or d, such as 250ms, 15s, 5m or 2h'],
     ['HOOKLINE_DISABLE_AFTER', 'never', 'a duration: a whole number with an optional unit ms, s, m, h or d, such as 250ms, 15s, 5m or 2h'],
     ['HOOKLINE_ENDPOINT_CONCURRENCY', '0', 'a whole number 1-10000'],
+    ['HOOKLINE_CIRCUIT_FAILURES', 'ten', 'a whole number 0-1000000'],
+    ['HOOKLINE_CIRCUIT_FAILURES', '-1', 'a whole number 0-1000000'],
+    ['HOOKLINE_CIRCUIT_PROBE_INTERVAL', '5 seconds', 'a duration from 1ms to 24d (Node\'s longest timer), such as 15s'],
+    ['HOOKLINE_CIRCUIT_PROBE_INTERVAL', '0', 'a duration from 1ms to 24d (Node\'s longest timer), such as 15s'],
     ['HOOKLINE_RATE_LIMIT', '-1', 'a whole number 0 or more'],
     ['HOOKLINE_MAX_WAITING_PER_PROJECT', 'lots', 'a whole number 1 or more'],
     ['HOOKLINE_DELIVERY_WINDOW', '0', 'a whole number 1 or more'],
@@ -55,6 +59,8 @@ describe('settings in plain words', () => {
   it('still takes the values it took before', () => {
     const settings = settingsFromEnvironment({ HOOKLINE_PORT: ' 8081 ', HOOKLINE_RETRY_JITTER: 'FALSE', HOOKLINE_DELIVERY_TIMEOUT: '2s', HOOKLINE_MAX_BODY: '1mb', HOOKLINE_RETRY_SCHEDULE: '0, 5s', HOOKLINE_LOG_LEVEL: 'debug' });
     expect(settings).toMatchObject({ port: 8081, retryJitter: false, deliveryTimeoutMs: 2000, maxBodyBytes: 1024 * 1024, retrySchedule: [0, 5000], logLevel: 'debug' });
+    expect(settingsFromEnvironment({})).toMatchObject({ circuitFailures: 10, circuitProbeIntervalMs: 5000 });
+    expect(settingsFromEnvironment({ HOOKLINE_CIRCUIT_FAILURES: '0', HOOKLINE_CIRCUIT_PROBE_INTERVAL: '250ms' })).toMatchObject({ circuitFailures: 0, circuitProbeIntervalMs: 250 });
   });
 });
 

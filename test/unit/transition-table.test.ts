@@ -171,6 +171,7 @@ describe('compileMachine: metadata for diagrams', () => {
     expect([...deliveryTable.eventTypes].sort()).toEqual([...DELIVERY_EVENT_TYPES].sort());
     expect(deliveryEdges).toEqual([
       { from: 'pending', to: 'delivering', event: 'START_ATTEMPT', actions: [] },
+      { from: 'pending', to: 'failed', event: 'CIRCUIT_OPEN', actions: ['countAttempt'] },
       { from: 'delivering', to: 'succeeded', event: 'ATTEMPT_SUCCEEDED', actions: ['countAttempt'] },
       { from: 'delivering', to: 'failed', event: 'ATTEMPT_FAILED', actions: ['countAttempt'] },
       { from: 'delivering', to: 'pending', event: 'ATTEMPT_GONE', actions: ['countAttemptOutsideRound'] },
@@ -178,6 +179,7 @@ describe('compileMachine: metadata for diagrams', () => {
       { from: 'failed', to: 'retrying', event: null, guard: 'hasAttemptsLeft', actions: ['scheduleRetry'] },
       { from: 'failed', to: 'dead_lettered', event: null, actions: ['recordDeadLetter'] },
       { from: 'retrying', to: 'delivering', event: 'START_ATTEMPT', actions: [] },
+      { from: 'retrying', to: 'failed', event: 'CIRCUIT_OPEN', actions: ['countAttempt'] },
       { from: 'retrying', to: 'retrying', event: 'RETRY', actions: ['makeDueNow'] },
       { from: 'dead_lettered', to: 'pending', event: 'RETRY', actions: ['startRound'] },
       { from: 'dead_lettered', to: 'pending', event: 'REDRIVE', actions: ['startRound'] },

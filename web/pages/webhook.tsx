@@ -96,6 +96,16 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
             <dd>
               <span class={`badge webhook-${config.status}`}>{config.status}</span>
             </dd>
+            <dt>Circuit breaker</dt>
+            <dd>
+              <span class={`badge circuit-${config.circuit.state}`}>{config.circuit.state.replace('_', '-')}</span>
+              {config.circuit.state !== 'closed' && (
+                <span class="circuit-detail">
+                  {' '}since {formatTime(config.circuit.openedAt)}, after {config.circuit.consecutiveFailures} failures in a row; due attempts fail without being sent;{' '}
+                  {config.circuit.state === 'half_open' ? 'a probe is in flight' : `next probe at ${formatTime(config.circuit.nextProbeAt)}`}
+                </span>
+              )}
+            </dd>
             <dt>Event types</dt>
             <dd>{config.eventTypes.join(', ')}</dd>
             <dt>Custom headers</dt>

@@ -20,10 +20,14 @@ export function registerWebhookRoutes(app: FastifyInstance, { engine }: HttpDeps
         });
       }
     }
-    return presentWebhook(await engine.actorFor(request.projectId).configure(input));
+    const actor = engine.actorFor(request.projectId);
+    return presentWebhook(await actor.configure(input), actor.circuit());
   });
 
-  app.get('/webhook', async (request) => presentWebhook(engine.actorFor(request.projectId).requireWebhook()));
+  app.get('/webhook', async (request) => {
+    const actor = engine.actorFor(request.projectId);
+    return presentWebhook(actor.requireWebhook(), actor.circuit());
+  });
 
   app.get('/webhook/secret', async (request): Promise<WebhookSecretResponse> => {
     const webhook = engine.actorFor(request.projectId).requireWebhook();
