@@ -87,4 +87,11 @@ describe('unknown HOOKLINE_* variables', () => {
       "HOOKLINE_SOMETHING_ELSE is not a Hookline setting and is ignored; see the README's Settings for the names",
     ]);
   });
+
+  it('says what a retired setting became instead of calling it a typo', () => {
+    expect(unknownSettingWarnings({ HOOKLINE_MAX_LIVE_DELIVERIES: '5000' })).toEqual([
+      'HOOKLINE_MAX_LIVE_DELIVERIES is retired and ignored: waiting deliveries now wait on disk (memory holds those due soon), and the limit is per project, HOOKLINE_MAX_WAITING_PER_PROJECT (default 10000000); set that instead',
+    ]);
+    expect(settingsFromEnvironment({ HOOKLINE_MAX_LIVE_DELIVERIES: '5000' }).maxWaitingPerProject).toBe(10_000_000);
+  });
 });
