@@ -100,6 +100,15 @@ export function circuitAfter(circuit: Circuit, deliveryId: string, outcome: Circ
   return { circuit: { ...circuit, consecutiveFailures, nextProbeAt }, change: null };
 }
 
+/**
+ * An operator asked for deliveries again (retry, redrive, replay): an open circuit probes with the
+ * next due attempt instead of waiting out its interval, so that a fixed endpoint takes them at once
+ * rather than failing them unsent until the next probe.
+ */
+export function probeNow(circuit: Circuit, now: number): Circuit {
+  return circuit.state === 'open' && (circuit.nextProbeAt ?? 0) > now ? { ...circuit, nextProbeAt: now } : circuit;
+}
+
 /** The probe ended without an outcome (never sent, or cancelled): the next due attempt probes instead. */
 export function probeAbandoned(circuit: Circuit, deliveryId: string): Circuit {
   return circuit.state === 'half_open' && circuit.probeId === deliveryId ? { ...circuit, state: 'open', probeId: null } : circuit;

@@ -342,6 +342,8 @@ export class DeliveryLifecycle {
     const now = this.deps.clock.now();
     // A new round (retry, redrive) joins the ordered line at its tail, also when the dead letter is
     // still held (its last step being written): held, it kept its old place ahead of later ones.
+    // An operator's retry or redrive: an open circuit probes now rather than failing it unsent.
+    if (event === 'RETRY' || event === 'REDRIVE') this.circuit?.probeNow(now);
     const wasFinal = isTerminalDelivery(delivery.status);
     if (wasFinal !== isTerminalDelivery(step.state)) this.waitingCount += wasFinal ? 1 : -1;
     if (wasFinal && !isTerminalDelivery(step.state)) this.release(delivery.id);

@@ -3,7 +3,7 @@ import { maskUrlCredentials } from '../transport/url-credentials.js';
 import type { AttemptOutcome } from '../transport/http-sender.js';
 import type { ProjectActorDeps, WebhookHolder } from './actor-deps.js';
 import type { Circuit, CircuitChange, CircuitSettings } from './circuit-breaker.js';
-import { CLOSED_CIRCUIT, admitAttempt, circuitAfter, probeAbandoned } from './circuit-breaker.js';
+import { CLOSED_CIRCUIT, admitAttempt, circuitAfter, probeAbandoned, probeNow } from './circuit-breaker.js';
 import type { OperationalNotify } from './operational-events.js';
 
 /**
@@ -54,6 +54,11 @@ export class EndpointCircuit {
     const { circuit, change } = circuitAfter(before, deliveryId, outcome, now, this.settings);
     this.circuit = circuit;
     this.changed(change, before, now, outcome.error);
+  }
+
+  /** An operator asked for deliveries again: an open circuit probes with the next due attempt (`probeNow`). */
+  probeNow(now: number): void {
+    this.circuit = probeNow(this.circuit, now);
   }
 
   /** A started attempt was never sent (cluster: its start could not be recorded). */

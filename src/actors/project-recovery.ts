@@ -147,6 +147,7 @@ export class ProjectRecovery {
     if (refusal) throw refusal;
     const record = this.actor.newDeliveryRecord(eventId, event.type, this.deps.clock.now());
     await this.lifecycle.tracked(this.deps.store.writeReplay(this.projectId, eventId, record));
+    this.lifecycle.circuit?.probeNow(this.deps.clock.now());
     this.lifecycle.admit(headOf(record), event.envelope);
     return record.id;
   }

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Circuit, CircuitOutcome } from '../../src/actors/circuit-breaker.js';
-import { CLOSED_CIRCUIT, MAX_PROBE_RETRY_AFTER_MS, admitAttempt, circuitAfter, isCountedFailure, probeAbandoned } from '../../src/actors/circuit-breaker.js';
+import { CLOSED_CIRCUIT, MAX_PROBE_RETRY_AFTER_MS, admitAttempt, circuitAfter, isCountedFailure, probeAbandoned, probeNow } from '../../src/actors/circuit-breaker.js';
 
 const SEED = 20_261_203;
 const settings = { failureThreshold: 3, probeIntervalMs: 1_000 };
@@ -31,6 +31,16 @@ describe('circuit breaker', () => {
   it('classifies failures: no answer, 5xx and 429 count; a success, a 3xx or another 4xx, and a cancelled attempt do not', () => {
     for (const outcome of [answer(500), answer(503), answer(599), answer(429), noAnswer('timeout'), noAnswer('connection_refused'), noAnswer('connection_reset'), noAnswer('network')]) expect(isCountedFailure(outcome)).toBe(true);
     for (const outcome of [answer(200), answer(204), answer(301), answer(400), answer(404), answer(410), noAnswer('aborted')]) expect(isCountedFailure(outcome)).toBe(false);
+  });
+
+  it('probes with the next due attempt once an operator asks for deliveries again, and changes nothing else', () => {
+    const open: Circuit = { state: 'open', consecutiveFailures: 5, openedAt: 100, nextProbeAt: 5_100, probeId: null };
+    expect(admitAttempt(open, 'dlv_a', 200).kind).toBe('fail_fast');
+    const asked = probeNow(open, 200);
+    expect(asked).toEqual({ ...open, nextProbeAt: 200 });
+    expect(admitAttempt(asked, 'dlv_a', 200).kind).toBe('probe');
+    const probing: Circuit = { ...open, state: 'half_open', probeId: 'dlv_b' };
+    for (const circuit of [CLOSED_CIRCUIT, probing, { ...open, nextProbeAt: 150 }]) expect(probeNow(circuit, 200)).toBe(circuit);
   });
 
   it('opens exactly at the Nth counted failure in a row, and waits the probe interval', () => {
