@@ -73,12 +73,12 @@
 // port, host, API key and HOOKLINE_ALLOW_PRIVATE_NETWORKS=1 itself.
 // Smoke run: BENCH_N=2000 BENCH_ROUNDS=1 BENCH_RATE_SECONDS=2 BENCH_RETRYING=2000 BENCH_CEILING_SECONDS=2 npm run bench
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { PERF_NODE_ARGS, cpuSeconds, freePort, killTree, launch as launchChild, machineCpu, metricValue, nowMs, num, procMemory, request, serveEnv, sleep, startPerfRecording, stopChild, waitFor } from './lib.mjs';
+import { PERF_NODE_ARGS, cpuSeconds, dirSizeMb, freePort, killTree, launch as launchChild, machineCpu, metricValue, nowMs, num, procMemory, request, serveEnv, sleep, startPerfRecording, stopChild, waitFor } from './lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
@@ -250,15 +250,6 @@ async function withMachineLoad(fn, label = 'phase') {
     benchCores: (oursB - oursA) / 100 / wallS,
     otherCores: Math.max(0, (b.busy - a.busy - (oursB - oursA)) / 100 / wallS),
   });
-}
-
-function dirSizeMb(dir) {
-  let bytes = 0;
-  for (const name of readdirSync(dir)) {
-    const st = statSync(path.join(dir, name));
-    if (st.isFile()) bytes += st.blocks * 512; // allocated, not apparent: LMDB files can be sparse
-  }
-  return bytes / 2 ** 20;
 }
 
 // Hookline node, receiver, load generator ------------------------------------------------------
