@@ -49,7 +49,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { busyCores, cpuSeconds, dirSizeMb, freePort, killTree, launch, machineCpu, metricValue, nowMs, num, procMemory, request, serveEnv, sleep, stopChild, waitFor, webhookRecord, writeRetrying } from './lib.mjs';
+import { busyCores, cpuSeconds, dirSizeMb, freePort, jsonReport, killTree, launch, machineCpu, metricValue, nowMs, num, procMemory, request, serveEnv, sleep, stopChild, waitFor, webhookRecord, writeRetrying } from './lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
@@ -142,10 +142,7 @@ async function makeProject(node, receiver, name) {
 
 async function runLoadgen(node, apiKey, { n, rate = 0, batch = 1, concurrency = 64 }) {
   const cp = spawnChild([path.join(here, 'engine', 'loadgen.mjs')], { TARGET: node.url, API_KEY: apiKey, N: String(n), RATE: String(rate), BATCH: String(batch), CONCURRENCY: String(concurrency) }, null);
-  const { code } = await cp.exited;
-  const line = cp.output().trim().split('\n').reverse().find((l) => l.startsWith('{'));
-  if (!line) throw new Error(`loadgen failed (${code}): ${cp.output().slice(-800)}`);
-  const report = JSON.parse(line);
+  const report = await jsonReport(cp, 'loadgen');
   if (report.errors > 0) log(`  loadgen: ${report.errors} requests failed, answers ${JSON.stringify(report.statuses)}`);
   return report;
 }

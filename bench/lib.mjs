@@ -102,6 +102,18 @@ export function launch(command, args, { cwd, extraEnv = {}, logFile = null, chil
 }
 
 /**
+ * Waits for `cp` (from launch, output collected) to exit and answers the last line of its output that
+ * is a JSON object (the report of loadgen.mjs and the like), parsed; without one, throws with the
+ * output's tail, `what` naming the child.
+ */
+export async function jsonReport(cp, what) {
+  const { code } = await cp.exited;
+  const line = cp.output().trim().split('\n').reverse().find((l) => l.startsWith('{'));
+  if (!line) throw new Error(`${what} failed (${code}): ${cp.output().slice(-800)}`);
+  return JSON.parse(line);
+}
+
+/**
  * SIGTERM, then SIGKILL if the child is still running after `timeoutMs`; resolves once it exited.
  * `group` signals its whole process group (see killTree).
  */
