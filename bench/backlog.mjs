@@ -253,7 +253,7 @@ async function backlogPhase() {
     result.restartS = node.readyS;
     result.peakAnonWhileStartingMb = node.peakAnonMb;
     result.liveAtReady = await node.metric('hookline_live_deliveries');
-    log(`  restart: spawn -> /readyz 200 in ${fmt(node.readyS, 2)} s; hookline_live_deliveries ${fmt(result.liveAtReady)}`);
+    log(`  restart: spawn -> /readyz 200 in ${fmt(node.readyS, 2)} s (RssAnon at most ${fmt(node.peakAnonMb, 1)} MB meanwhile); hookline_live_deliveries ${fmt(result.liveAtReady)}`);
     result.anonAtStartMb = await anonAtRest(node);
     log(`  RssAnon at rest after the start: ${fmt(result.anonAtStartMb, 1)} MB`);
     Object.assign(result, await projectB('with the backlog', node, receiver));
