@@ -40,6 +40,9 @@
 //   BENCH_SKIP                    comma list of phases to leave out: backlog, fresh, recovery, dead
 //   BENCH_KEEP=1                  keep temp dirs and logs (they are removed otherwise)
 //   BENCH_STRICT=1                exit 2 when a target is missed (default: exit 0 once it ran)
+// A node that holds every waiting delivery in memory refuses B's events once the backlog passes
+// HOOKLINE_MAX_LIVE_DELIVERIES (503 overloaded; the table says so, and the p99 counts as missed): set it
+// above BENCH_BACKLOG to measure what the backlog costs B on such a build.
 // HOOKLINE_* variables in the environment reach every serve process (e.g. HOOKLINE_MAX_LIVE_DELIVERIES);
 // the bench sets data dir, port, host, keys, HOOKLINE_ALLOW_PRIVATE_NETWORKS=1 and HOOKLINE_RATE_LIMIT=0.
 // Prints each figure as it is measured, then a table of every figure against its target; writes
@@ -75,7 +78,7 @@ const HOUR = 3_600_000;
 const TARGETS = { restartS: 5, anonMb: 250, ingestRatio: 0.9, p99Ms: 50, recoveryMaxPerS: 550, deadPerMinute: 100 };
 
 const log = (line) => process.stderr.write(`[backlog ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
-const fmt = (x, digits = 0) => (Number.isFinite(x) ? x.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : 'n/a');
+const fmt = (x, digits = 0, unit = '') => (Number.isFinite(x) ? `${x.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })}${unit}` : 'n/a');
 
 if (!existsSync(SERVE_JS)) {
   process.stderr.write('bench:backlog runs dist/ and builds nothing: npm run build first\n');
@@ -358,13 +361,13 @@ function report(results) {
   const cpuRatio = b?.ingest && f?.ingest ? b.ingest.cpuMsPerEvent / f.ingest.cpuMsPerEvent : NaN;
   const judge = (value, test) => (Number.isFinite(value) ? (test(value) ? 'met' : 'MISSED') : 'n/a');
   const rows = [
-    [`restart with ${fmt(BACKLOG)} waiting: spawn -> /readyz 200`, `<= ${TARGETS.restartS} s`, `${fmt(b?.restartS, 2)} s`, judge(b?.restartS, (v) => v <= TARGETS.restartS)],
-    ['RssAnon at rest after the start', `<= ${TARGETS.anonMb} MB`, `${fmt(b?.anonAtStartMb, 1)} MB`, judge(b?.anonAtStartMb, (v) => v <= TARGETS.anonMb)],
-    ["RssAnon at rest after B's phases", `<= ${TARGETS.anonMb} MB`, `${fmt(b?.anonAfterMb, 1)} MB`, judge(b?.anonAfterMb, (v) => v <= TARGETS.anonMb)],
-    ["B's batch ingest with the backlog / on a fresh node", `>= ${TARGETS.ingestRatio}x`, `${fmt(ratio, 2)}x (${fmt(b?.ingest?.ingestPerS)} / ${fmt(f?.ingest?.ingestPerS)} events/s${b?.ingest?.errors ? `; with the backlog the node answered ${JSON.stringify(b.ingest.statuses)}` : ''})`, judge(ratio, (v) => v >= TARGETS.ingestRatio)],
-    ["B's CPU per event with the backlog / on a fresh node", 'reported', `${fmt(cpuRatio, 2)}x (${fmt(b?.ingest?.cpuMsPerEvent, 3)} / ${fmt(f?.ingest?.cpuMsPerEvent, 3)} ms)`, '-'],
-    [`B's p99 ingest->receipt at ${LATENCY_RATE}/s with the backlog (p50, max)`, `<= ${TARGETS.p99Ms} ms`, `${fmt(b?.latency?.p99Ms, 1)} ms (${fmt(b?.latency?.p50Ms, 1)}, ${fmt(b?.latency?.maxMs, 1)}${b?.latency?.errors ? `; ${fmt(b.latency.errors)} of ${fmt(b.latency.events)} refused` : ''})`, judge(b?.latency?.p99Ms, (v) => v <= TARGETS.p99Ms)],
-    [`the same on the fresh node (p50, max)`, 'reported', `${fmt(f?.latency?.p99Ms, 1)} ms (${fmt(f?.latency?.p50Ms, 1)}, ${fmt(f?.latency?.maxMs, 1)})`, '-'],
+    [`restart with ${fmt(BACKLOG)} waiting: spawn -> /readyz 200`, `<= ${TARGETS.restartS} s`, `${fmt(b?.restartS, 2, ' s')}`, judge(b?.restartS, (v) => v <= TARGETS.restartS)],
+    ['RssAnon at rest after the start', `<= ${TARGETS.anonMb} MB`, `${fmt(b?.anonAtStartMb, 1, ' MB')}`, judge(b?.anonAtStartMb, (v) => v <= TARGETS.anonMb)],
+    ["RssAnon at rest after B's phases", `<= ${TARGETS.anonMb} MB`, `${fmt(b?.anonAfterMb, 1, ' MB')}`, judge(b?.anonAfterMb, (v) => v <= TARGETS.anonMb)],
+    ["B's batch ingest with the backlog / on a fresh node", `>= ${TARGETS.ingestRatio}x`, `${fmt(ratio, 2, 'x')} (${fmt(b?.ingest?.ingestPerS)} / ${fmt(f?.ingest?.ingestPerS)} events/s${b?.ingest?.errors ? `; with the backlog the node answered ${JSON.stringify(b.ingest.statuses)}` : ''})`, judge(ratio, (v) => v >= TARGETS.ingestRatio)],
+    ["B's CPU per event with the backlog / on a fresh node", 'reported', `${fmt(cpuRatio, 2, 'x')} (${fmt(b?.ingest?.cpuMsPerEvent, 3)} / ${fmt(f?.ingest?.cpuMsPerEvent, 3, ' ms')})`, '-'],
+    [`B's p99 ingest->receipt at ${LATENCY_RATE}/s with the backlog (p50, max)`, `<= ${TARGETS.p99Ms} ms`, `${fmt(b?.latency?.p99Ms, 1, ' ms')} (${fmt(b?.latency?.p50Ms, 1)}, ${fmt(b?.latency?.maxMs, 1)}${b?.latency?.errors ? `; ${fmt(b.latency.errors)} of ${fmt(b.latency.events)} refused` : ''})`, b?.latency && !b.latency.accepted ? 'MISSED' : judge(b?.latency?.p99Ms, (v) => v <= TARGETS.p99Ms)],
+    [`the same on the fresh node (p50, max)`, 'reported', `${fmt(f?.latency?.p99Ms, 1, ' ms')} (${fmt(f?.latency?.p50Ms, 1)}, ${fmt(f?.latency?.maxMs, 1)})`, '-'],
     [`recovery of ${fmt(RECOVERY)}: most arrivals in one second${r && !r.supported ? ' (no rateLimitPerSecond in this build)' : ''}`, `<= ${TARGETS.recoveryMaxPerS}`, fmt(r?.maxPer1s), judge(r?.maxPer1s, (v) => v <= TARGETS.recoveryMaxPerS)],
     [`recovery of ${fmt(RECOVERY)}: distinct webhook-ids received`, `= ${fmt(RECOVERY)}`, fmt(r?.unique), judge(r?.unique, (v) => v === RECOVERY)],
     [`dead endpoint, ${fmt(DEAD)} waiting: requests a minute (over ${DEAD_SECONDS} s)`, `< ${TARGETS.deadPerMinute} (at 100,000 waiting)`, fmt(d?.perMinute), judge(d?.perMinute, (v) => v < TARGETS.deadPerMinute)],
