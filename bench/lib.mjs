@@ -1,7 +1,7 @@
 // Helpers shared by the bench scripts (run.mjs, nats.mjs, cluster.mjs, soak.mjs, engine/*.mjs).
 // Plain Node, no dependencies; every party still runs in a process of its own.
 import { execFileSync, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -99,6 +99,18 @@ export function launch(command, args, { cwd, extraEnv = {}, logFile = null, chil
     resolve({ code, signal });
   }));
   return cp;
+}
+
+/**
+ * Waits for `cp` (from launch, output collected) to exit and answers the last line of its output that
+ * is a JSON object (the report of loadgen.mjs and the like), parsed; without one, throws with the
+ * output's tail, `what` naming the child.
+ */
+export async function jsonReport(cp, what) {
+  const { code } = await cp.exited;
+  const line = cp.output().trim().split('\n').reverse().find((l) => l.startsWith('{'));
+  if (!line) throw new Error(`${what} failed (${code}): ${cp.output().slice(-800)}`);
+  return JSON.parse(line);
 }
 
 /**
@@ -278,4 +290,62 @@ export function startPerfRecording(pid, dir, name) {
       return `perf: ${script}\n${summary}`;
     },
   };
+}
+
+/** Bytes allocated on disk (not apparent: LMDB files can be sparse) by the files directly in `dir`, in MB. */
+export function dirSizeMb(dir) {
+  let bytes = 0;
+  for (const name of readdirSync(dir)) {
+    const st = statSync(path.join(dir, name));
+    if (st.isFile()) bytes += st.blocks * 512;
+  }
+  return bytes / 2 ** 20;
+}
+
+/** Uppercase hex of `n`, zero-padded to `width`: the counter part of the sortable ids the fills write. */
+const hexOf = (n, width) => n.toString(16).toUpperCase().padStart(width, '0');
+
+/**
+ * The record `store.putWebhook` takes for an endpoint at `callbackUrl` receiving service.trigger.event,
+ * in `state` ('active', 'paused'), signed with a fixed secret: what PUT /v1/webhook writes.
+ */
+export function webhookRecord(callbackUrl, { state = 'active', now = Date.now() } = {}) {
+  return { callbackUrl, state, eventTypes: ['service.trigger.event'], createdAt: now, updatedAt: now, secrets: [{ secret: 'whsec_' + Buffer.alloc(24, 7).toString('base64'), createdAt: now, expiresAt: null }], failingSince: null, disabledAt: null, disabledReason: null };
+}
+
+/**
+ * Writes `count` deliveries of project `projectId` straight through a dist/ HooklineStore, the records
+ * the node itself writes: an event of about `eventBytes` and its delivery parked in `retrying` after one
+ * failed attempt (4 transitions, one attempt log entry), due at `dueAt(n)`. Ids are sortable in creation
+ * order as the real ones are, `tag` (uppercase letters) telling fills apart. `CHUNK` writes are awaited
+ * together; `progress(written)` is called after each tenth chunk.
+ */
+export async function writeRetrying(store, projectId, { count, tag, eventBytes = 1024, dueAt, progress = () => {} }) {
+  const CHUNK = 20_000;
+  const now = Date.now();
+  const pad = eventPadding(eventBytes);
+  for (let from = 0; from < count; from += CHUNK) {
+    const writes = [];
+    for (let n = from; n < Math.min(count, from + CHUNK); n++) {
+      const at = now - count + n;
+      const eventId = `evt_01${tag}${hexOf(n, 16)}`;
+      const id = `dlv_01${tag}${hexOf(n, 16)}`;
+      const envelope = Buffer.from(JSON.stringify({ version: 'v1', id: eventId, type: 'service.trigger.event', metadata: {}, data: { n, pad }, timestamp: new Date(at).toISOString().replace('Z', '+00:00') }));
+      const event = { id: eventId, type: 'service.trigger.event', fingerprint: hexOf(n, 64), envelope, createdAt: at, answer: { id: eventId, deliveryId: id }, deliveryIds: [id] };
+      const delivery = {
+        id, eventId, eventType: 'service.trigger.event', status: 'retrying', attempts: 1, roundAttempts: 1, roundSize: 8,
+        nextAttemptAt: dueAt(n), createdAt: at, updatedAt: at + 5,
+        attemptLog: [{ attempt: 1, at: at + 1, statusCode: 500, durationMs: 3, error: 'HTTP 500', errorCode: 'http_status', responseBody: 'internal error' }],
+        transitions: [
+          { from: null, to: 'pending', event: 'CREATED', at },
+          { from: 'pending', to: 'delivering', event: 'START_ATTEMPT', at: at + 1 },
+          { from: 'delivering', to: 'failed', event: 'ATTEMPT_FAILED', at: at + 5 },
+          { from: 'failed', to: 'retrying', event: 'ATTEMPT_FAILED', at: at + 5 },
+        ],
+      };
+      writes.push(store.writeIngest(projectId, event, delivery));
+    }
+    await Promise.all(writes);
+    if ((from / CHUNK) % 10 === 0) progress(from + writes.length);
+  }
 }

@@ -43,7 +43,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { busyCores, countReceipt, cpuSeconds, drive, eventPadding as padTo, freePort, launch as launchChild, listenReceiver, machineCpu, natsServerPid, nowMs, num, quantile as quantileOf, request, serveEnv, sleep, stopChild, waitFor } from './lib.mjs';
+import { busyCores, countReceipt, cpuSeconds, drive, eventPadding as padTo, freePort, jsonReport, launch as launchChild, listenReceiver, machineCpu, natsServerPid, nowMs, num, quantile as quantileOf, request, serveEnv, sleep, stopChild, waitFor } from './lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
@@ -279,10 +279,7 @@ async function startPair(label, names, entry = SERVE_JS, cluster = false) {
 
 async function runProducer(mode, extraEnv) {
   const cp = launch(mode === 'batch' ? [LOADGEN_JS] : [fileURLToPath(import.meta.url), mode], { extraEnv });
-  const { code } = await cp.exited;
-  const line = cp.output().trim().split('\n').reverse().find((l) => l.startsWith('{'));
-  if (!line) throw new Error(`${mode} failed (${code}): ${cp.output().slice(-800)}`);
-  const report = JSON.parse(line);
+  const report = await jsonReport(cp, mode);
   if (report.errors > 0) log(`${mode}: ${report.errors} errors`);
   return report;
 }

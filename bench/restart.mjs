@@ -14,14 +14,13 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cpuSeconds, eventPadding, freePort, launch, metricValue, nowMs, num, procMemory, request, stopChild, waitFor } from './lib.mjs';
+import { cpuSeconds, freePort, launch, metricValue, nowMs, num, procMemory, request, stopChild, waitFor, webhookRecord, writeRetrying } from './lib.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { HooklineStore } = await import(path.join(root, 'dist', 'store', 'store.js'));
 const { hashApiKey } = await import(path.join(root, 'dist', 'actors', 'engine.js'));
 
 const LIVE = num('BENCH_LIVE', 1_000_000);
-const CHUNK = 20_000;
 const API_KEY = 'hk_bench_restart';
 const reused = process.env.BENCH_DATA_DIR ? path.resolve(process.env.BENCH_DATA_DIR) : null;
 const dir = reused ?? mkdtempSync(path.join(tmpdir(), 'hookline-restart-'));
@@ -42,34 +41,8 @@ async function fill() {
   const store = new HooklineStore({ path: dataDir });
   const now = Date.now();
   await store.createProject({ id: 'default', name: 'default', createdAt: now }, hashApiKey(API_KEY));
-  await store.putWebhook('default', { callbackUrl: 'http://127.0.0.1:9/never', state: 'active', eventTypes: ['service.trigger.event'], createdAt: now, updatedAt: now, secrets: [{ secret: 'whsec_' + Buffer.alloc(24, 7).toString('base64'), createdAt: now, expiresAt: null }], failingSince: null, disabledAt: null, disabledReason: null });
-  const pad = eventPadding(1024);
-  const hex = (n, width) => n.toString(16).toUpperCase().padStart(width, '0');
-  for (let from = 0; from < LIVE; from += CHUNK) {
-    const writes = [];
-    for (let n = from; n < Math.min(LIVE, from + CHUNK); n++) {
-      // Sortable ids in creation order, as the real ones are (time prefix, then a counter).
-      const at = now - LIVE + n;
-      const eventId = `evt_01RESTART${hex(n, 16)}`;
-      const id = `dlv_01RESTART${hex(n, 16)}`;
-      const envelope = Buffer.from(JSON.stringify({ version: 'v1', id: eventId, type: 'service.trigger.event', metadata: {}, data: { n, pad }, timestamp: new Date(at).toISOString().replace('Z', '+00:00') }));
-      const event = { id: eventId, type: 'service.trigger.event', fingerprint: hex(n, 64), envelope, createdAt: at, answer: { id: eventId, deliveryId: id }, deliveryIds: [id] };
-      const delivery = {
-        id, eventId, eventType: 'service.trigger.event', status: 'retrying', attempts: 1, roundAttempts: 1, roundSize: 8,
-        nextAttemptAt: now + 3_600_000, createdAt: at, updatedAt: at + 5,
-        attemptLog: [{ attempt: 1, at: at + 1, statusCode: 500, durationMs: 3, error: 'HTTP 500', errorCode: 'http_status', responseBody: 'internal error' }],
-        transitions: [
-          { from: null, to: 'pending', event: 'CREATED', at },
-          { from: 'pending', to: 'delivering', event: 'START_ATTEMPT', at: at + 1 },
-          { from: 'delivering', to: 'failed', event: 'ATTEMPT_FAILED', at: at + 5 },
-          { from: 'failed', to: 'retrying', event: 'ATTEMPT_FAILED', at: at + 5 },
-        ],
-      };
-      writes.push(store.writeIngest('default', event, delivery));
-    }
-    await Promise.all(writes);
-    if ((from / CHUNK) % 10 === 0) log(`${from + writes.length} written`);
-  }
+  await store.putWebhook('default', webhookRecord('http://127.0.0.1:9/never', { now }));
+  await writeRetrying(store, 'default', { count: LIVE, tag: 'RESTART', dueAt: () => now + 3_600_000, progress: (written) => log(`${written} written`) });
   await store.close();
   log(`filled ${LIVE} live deliveries in ${((performance.now() - fillT0) / 1000).toFixed(1)} s`);
   if (reused) writeFileSync(fillMark, JSON.stringify({ at: now }));

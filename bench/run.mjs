@@ -73,12 +73,12 @@
 // port, host, API key and HOOKLINE_ALLOW_PRIVATE_NETWORKS=1 itself.
 // Smoke run: BENCH_N=2000 BENCH_ROUNDS=1 BENCH_RATE_SECONDS=2 BENCH_RETRYING=2000 BENCH_CEILING_SECONDS=2 npm run bench
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { PERF_NODE_ARGS, cpuSeconds, freePort, killTree, launch as launchChild, machineCpu, metricValue, nowMs, num, procMemory, request, serveEnv, sleep, startPerfRecording, stopChild, waitFor } from './lib.mjs';
+import { PERF_NODE_ARGS, cpuSeconds, dirSizeMb, freePort, jsonReport, killTree, launch as launchChild, machineCpu, metricValue, nowMs, num, procMemory, request, serveEnv, sleep, startPerfRecording, stopChild, waitFor } from './lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
@@ -252,15 +252,6 @@ async function withMachineLoad(fn, label = 'phase') {
   });
 }
 
-function dirSizeMb(dir) {
-  let bytes = 0;
-  for (const name of readdirSync(dir)) {
-    const st = statSync(path.join(dir, name));
-    if (st.isFile()) bytes += st.blocks * 512; // allocated, not apparent: LMDB files can be sparse
-  }
-  return bytes / 2 ** 20;
-}
-
 // Hookline node, receiver, load generator ------------------------------------------------------
 
 async function startReceiver(dir, { status = 204 } = {}) {
@@ -314,12 +305,8 @@ async function runLoadgen(dir, node, { n, rate = 0, concurrency = CONCURRENCY, b
   const cp = launch(process.execPath, [path.join(here, 'engine', 'loadgen.mjs')], {
     extraEnv: { TARGET: node.url, API_KEY, N: String(n), RATE: String(rate), CONCURRENCY: String(concurrency), BATCH: String(batch) },
   });
-  const { code } = await cp.exited;
-  const out = cp.output();
-  const line = out.trim().split('\n').reverse().find((l) => l.startsWith('{'));
-  if (!line) throw new Error(`loadgen failed (${code}): ${out.slice(-800)}`);
-  const report = JSON.parse(line);
-  if (report.errors > 0) log(`loadgen: ${report.errors} ingest errors ${JSON.stringify(report.statuses)} ${out.slice(0, 400)}`);
+  const report = await jsonReport(cp, 'loadgen');
+  if (report.errors > 0) log(`loadgen: ${report.errors} ingest errors ${JSON.stringify(report.statuses)} ${cp.output().slice(0, 400)}`);
   return report;
 }
 

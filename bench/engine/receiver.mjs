@@ -1,8 +1,9 @@
 // Webhook receiver for the engine bench, in its own process: node:http, reads the whole body and
-// answers STATUS (204, or 500 for the "retrying" scenario). Per delivery it counts, records the
-// receipt time and, when the body carries `"sentAt":<epoch ms>` (set by loadgen.mjs when it POSTed
-// the event to Hookline), the ingest->receipt latency. The latency scan is a string search on the
-// raw body, not a JSON.parse, to keep the receiver cheap. Every SAMPLE_EVERY-th delivery (and only
+// answers STATUS (204, or 500 for the "retrying" scenario). Per delivery it counts (distinct
+// webhook-ids apart), records the receipt time (all of them: /stats gives the most received in any
+// one-second window) and, when the body carries `"sentAt":<epoch ms>` (set by loadgen.mjs when it
+// POSTed the event to Hookline), the ingest->receipt latency. The latency scan is a string search on
+// the raw body, not a JSON.parse, to keep the receiver cheap. Every SAMPLE_EVERY-th delivery (and only
 // once a secret is known) is verified with Hookline's own SDK verifier from dist/.
 //
 // Control (same port): GET /stats, POST /reset, POST /secret {"secret":"whsec_..."}.
@@ -19,7 +20,7 @@ const { verifyWebhookSignature } = await import(new URL('../../dist/sdk/index.js
 let secret = null;
 let s;
 function reset() {
-  s = { received: 0, bytes: 0, firstAt: 0, lastAt: 0, lat: [], verified: 0, badSignatures: 0, missingHeaders: 0, duplicates: 0, ids: new Set() };
+  s = { received: 0, bytes: 0, firstAt: 0, lastAt: 0, times: [], lat: [], verified: 0, badSignatures: 0, missingHeaders: 0, duplicates: 0, ids: new Set() };
 }
 reset();
 
@@ -28,6 +29,16 @@ function sentAtOf(text) {
   const at = text.indexOf(SENT_AT);
   if (at < 0) return NaN;
   return Number.parseFloat(text.slice(at + SENT_AT.length, at + SENT_AT.length + 24));
+}
+
+/** The most entries of ascending `times` (ms) in any window of `windowMs`, the window sliding over them. */
+function mostInWindow(times, windowMs) {
+  let most = 0;
+  for (let first = 0, last = 0; last < times.length; last++) {
+    while (times[last] - times[first] >= windowMs) first++;
+    most = Math.max(most, last - first + 1);
+  }
+  return most;
 }
 
 function stats() {
@@ -39,6 +50,7 @@ function stats() {
     bytes: s.bytes,
     first_at: s.firstAt,
     last_at: s.lastAt,
+    max_per_1s: mostInWindow(s.times, 1000),
     latency_n: lat.length,
     p50_ms: quantile(lat, 0.5),
     p90_ms: quantile(lat, 0.9),
@@ -92,6 +104,7 @@ const server = http.createServer((req, res) => {
     s.bytes += body.length;
     if (!s.firstAt) s.firstAt = t;
     s.lastAt = t;
+    s.times.push(t);
     const sentAt = sentAtOf(body.toString('latin1'));
     if (sentAt > 0) s.lat.push(t - sentAt);
     if (secret && SAMPLE_EVERY > 0 && s.received % SAMPLE_EVERY === 1) {
