@@ -40,10 +40,10 @@
 //   BENCH_SKIP                    comma list of phases to leave out: backlog, fresh, recovery, dead
 //   BENCH_KEEP=1                  keep temp dirs and logs (they are removed otherwise)
 //   BENCH_STRICT=1                exit 2 when a target is missed (default: exit 0 once it ran)
-// A node that holds every waiting delivery in memory refuses B's events once the backlog passes
-// HOOKLINE_MAX_LIVE_DELIVERIES (503 overloaded; the table says so, and the p99 counts as missed): set it
-// above BENCH_BACKLOG to measure what the backlog costs B on such a build.
-// HOOKLINE_* variables in the environment reach every serve process (e.g. HOOKLINE_MAX_LIVE_DELIVERIES);
+// A build from before waiting deliveries moved to disk held every one in memory and refused B's events
+// once the backlog passed HOOKLINE_MAX_LIVE_DELIVERIES (503 overloaded; the table says so, and the p99
+// counts as missed): set that above BENCH_BACKLOG to measure what the backlog costs B on such a build.
+// HOOKLINE_* variables in the environment reach every serve process (e.g. HOOKLINE_DELIVERY_WINDOW);
 // the bench sets data dir, port, host, keys, HOOKLINE_ALLOW_PRIVATE_NETWORKS=1 and HOOKLINE_RATE_LIMIT=0.
 // Prints each figure as it is measured, then a table of every figure against its target; writes
 // bench/results/backlog.json.

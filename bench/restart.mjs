@@ -1,9 +1,9 @@
 #!/usr/bin/env node
-// Restart with many live deliveries: fills a fresh data dir with BENCH_LIVE deliveries parked in
+// Restart with many waiting deliveries: fills a fresh data dir with BENCH_LIVE deliveries parked in
 // `retrying` (due in an hour, so none is attempted), each with the history a real one has (created,
 // one failed attempt: 4 transitions and an attempt log entry) and a ~1 KB event, written through the
 // store of dist/ (the current write model). Then spawns `hookline serve` on it and measures spawn ->
-// resumed (the 'resumed live deliveries' log line, and /metrics showing them all live) and the
+// resumed (the 'resumed waiting deliveries' log line, and /metrics showing them all waiting; only the window is held) and the
 // process's memory then (RssAnon is the anonymous part; RssFile includes LMDB's map).
 //
 //   npm run build && node bench/restart.mjs        BENCH_LIVE [1000000]  BENCH_KEEP=1 keeps the dir
@@ -55,7 +55,7 @@ const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=$
 const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const spawnAt = nowMs();
 const node = launch(process.execPath, [...profile, ...nodeArgs, path.join(root, 'dist', 'cli', 'main.js'), 'serve'], {
-  extraEnv: { HOOKLINE_DATA_DIR: dataDir, HOOKLINE_PORT: String(port), HOOKLINE_HOST: '127.0.0.1', HOOKLINE_API_KEY: API_KEY, HOOKLINE_ALLOW_PRIVATE_NETWORKS: '1', HOOKLINE_MAX_LIVE_DELIVERIES: String(LIVE + 1000) },
+  extraEnv: { HOOKLINE_DATA_DIR: dataDir, HOOKLINE_PORT: String(port), HOOKLINE_HOST: '127.0.0.1', HOOKLINE_API_KEY: API_KEY, HOOKLINE_ALLOW_PRIVATE_NETWORKS: '1' },
   logFile,
   detached: true,
 });
@@ -64,16 +64,16 @@ try {
   const live = await waitFor('resumed', async () => {
     peakAnonMb = Math.max(peakAnonMb, procMemory(node.pid).anonMb);
     const text = await request('GET', `http://127.0.0.1:${port}/metrics`, { timeoutMs: 5000, parse: 'auto' }).catch(() => '');
-    const value = metricValue(text, 'hookline_live_deliveries');
+    const value = metricValue(text, 'hookline_waiting_deliveries');
     return value >= LIVE ? value : 0;
   }, { timeoutMs: 300_000, intervalMs: 10, child: node });
   const resumedS = (nowMs() - spawnAt) / 1000;
   // CPU time is steadier than wall time on a shared host: compare builds by it.
   const cpuS = cpuSeconds(node.pid);
   const memory = procMemory(node.pid);
-  const line = readFileSync(logFile, 'utf8').split('\n').find((l) => l.includes('resumed live deliveries from LMDB'));
+  const line = readFileSync(logFile, 'utf8').split('\n').find((l) => l.includes('resumed waiting deliveries from LMDB'));
   const logged = line ? JSON.parse(line) : null;
-  log(`spawn -> /metrics shows ${live} live: ${resumedS.toFixed(2)} s (process CPU ${cpuS.toFixed(2)} s)${logged ? `; 'resumed' logged at ${((logged.time - spawnAt) / 1000).toFixed(2)} s (resumed=${logged.resumed})` : ''}`);
+  log(`spawn -> /metrics shows ${live} waiting: ${resumedS.toFixed(2)} s (process CPU ${cpuS.toFixed(2)} s)${logged ? `; 'resumed' logged at ${((logged.time - spawnAt) / 1000).toFixed(2)} s (waiting=${logged.waiting}, held=${logged.held})` : ''}`);
   log(`memory then: RssAnon ${memory.anonMb.toFixed(1)} MB (highest seen while resuming ${peakAnonMb.toFixed(1)} MB), RssFile ${memory.fileMb.toFixed(1)} MB, VmRSS ${memory.rssMb.toFixed(1)} MB, VmHWM ${memory.hwmMb.toFixed(1)} MB`);
   console.log(`restart_bench live=${LIVE} resumed_s=${resumedS.toFixed(2)} cpu_s=${cpuS.toFixed(2)} anon_mb=${memory.anonMb.toFixed(1)} peak_anon_mb=${peakAnonMb.toFixed(1)} rss_mb=${memory.rssMb.toFixed(1)}`);
 } finally {

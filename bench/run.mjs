@@ -436,16 +436,16 @@ async function hooklineRetrying() {
     // /healthz answers only after the engine resumed (Engine.start runs before listen); confirm with metrics.
     const live = await waitFor('resumed', async () => {
       const text = await http('GET', `${node.url}/metrics`, { timeoutMs: 5000 });
-      const value = metricValue(text, 'hookline_live_deliveries');
+      const value = metricValue(text, 'hookline_waiting_deliveries');
       return value >= RETRYING ? value : 0;
     }, { timeoutMs: 120_000, intervalMs: 10, child: node });
     result.restartS = (nowMs() - node.spawnAt) / 1000;
     result.liveAfter = live;
-    const resumedLine = readFileSync(node.logFile, 'utf8').split('\n').find((l) => l.includes('resumed live deliveries from LMDB'));
+    const resumedLine = readFileSync(node.logFile, 'utf8').split('\n').find((l) => l.includes('resumed waiting deliveries from LMDB'));
     if (resumedLine) {
       const entry = JSON.parse(resumedLine);
       result.resumedLogS = (entry.time - node.spawnAt) / 1000;
-      result.resumedLogged = entry.resumed;
+      result.resumedLogged = entry.waiting;
     }
     result.after = procStats(node.pid);
     result.after.lmdbMappedMb = mappedRssMb(node.pid, dataDir);
@@ -722,7 +722,7 @@ async function main() {
   lines.push(`| p99 ingest->receipt at ${fmt(RATE)}/s, ${RATE_SECONDS} s | ${fmt(latency?.p99, 1)} ms | ${fmt(bullmqLatency?.p99, 1)} ms | - | - |`);
   lines.push(`| p50 / p99 ingest->receipt at ${fmt(RATE_HIGH)}/s, ${RATE_SECONDS} s | ${fmt(latencyHigh?.p50, 1)} / ${fmt(latencyHigh?.p99, 1)} ms | - | - | - |`);
   lines.push(`| RssAnon / VmRSS / LMDB-mapped Rss with ${fmt(RETRYING)} deliveries in retrying | ${fmt(retrying?.anonMb, 1)} / ${fmt(retrying?.rssMb, 1)} / ${fmt(retrying?.lmdbMappedMb, 1)} MB | - | - | - |`);
-  lines.push(`| restart -> resumed, ${fmt(RETRYING)} live deliveries | ${fmt(retrying?.restartS, 2)} s | - | - | - |`);
+  lines.push(`| restart -> resumed, ${fmt(RETRYING)} waiting deliveries | ${fmt(retrying?.restartS, 2)} s | - | - | - |`);
   lines.push('');
   lines.push('| Ratio / target | Target | This run | Verdict |');
   lines.push('|---|---:|---:|---|');
@@ -742,7 +742,7 @@ async function main() {
   const d = rounds.map((r) => r.bullmqDurable).filter(Boolean);
   if (d.length) lines.push(`- bullmq durable rounds (Redis :${DURABLE_REDIS.port}, appendonly yes, appendfsync always): ${d.map((x) => fmt(x.perS)).join(' / ')} deliveries/s; received ${d.map((x) => x.received).join('/')}; bad signatures ${d.map((x) => x.badSignatures).join('/')}${d.some((x) => x.timedOut) ? '; SOME ROUNDS TIMED OUT' : ''}`);
   if (bullmqLatency) lines.push(`- bullmq latency run: ${bullmqLatency.received} delivered, p50 ${fmt(bullmqLatency.p50, 1)} ms, p99 ${fmt(bullmqLatency.p99, 1)} ms (peer defaults: BULK=500, CONCURRENCY=100)`);
-  if (retrying) lines.push(`- retrying run: ingest ${fmt(retrying.ingestPerS)}/s (${retrying.ingestErrors} errors), all ${fmt(retrying.scheduled)} scheduled after ${fmt(retrying.toRetryingS, 1)} s, live ${fmt(retrying.live)}, first attempts seen by the 500 receiver ${fmt(retrying.attemptsSeen)}, 1 s after the last was scheduled VmRSS ${fmt(retrying.afterBurst?.rssMb, 1)} MB (anonymous ${fmt(retrying.afterBurst?.anonMb, 1)} MB), ${fmt(RETRYING_SETTLE_S)} s after VmRSS ${fmt(retrying.rssMb, 1)} MB (anonymous ${fmt(retrying.anonMb, 1)} MB, file-backed ${fmt(retrying.fileMb, 1)} MB of which the LMDB map ${fmt(retrying.lmdbMappedMb, 1)} MB, LMDB files ${fmt(retrying.dataMb, 1)} MB on disk; VmHWM ${fmt(retrying.hwmMb, 1)} MB); SIGTERM -> exit ${fmt(retrying.stopS, 2)} s (code ${retrying.stopExit}); restart: ${fmt(retrying.liveAfter)} live on /metrics ${fmt(retrying.restartS, 2)} s after spawn${retrying.resumedLogS !== undefined ? `, 'resumed live deliveries' logged at ${fmt(retrying.resumedLogS, 2)} s (resumed=${retrying.resumedLogged})` : ''}; VmRSS after restart ${fmt(retrying.rssAfterMb, 1)} MB (anonymous ${fmt(retrying.after?.anonMb, 1)}, file-backed ${fmt(retrying.after?.fileMb, 1)}, LMDB map ${fmt(retrying.after?.lmdbMappedMb, 1)}); idle node before ingest: VmRSS ${fmt(retrying.idle?.rssMb, 1)} MB (anonymous ${fmt(retrying.idle?.anonMb, 1)}, file-backed ${fmt(retrying.idle?.fileMb, 1)})`);
+  if (retrying) lines.push(`- retrying run: ingest ${fmt(retrying.ingestPerS)}/s (${retrying.ingestErrors} errors), all ${fmt(retrying.scheduled)} scheduled after ${fmt(retrying.toRetryingS, 1)} s, live ${fmt(retrying.live)}, first attempts seen by the 500 receiver ${fmt(retrying.attemptsSeen)}, 1 s after the last was scheduled VmRSS ${fmt(retrying.afterBurst?.rssMb, 1)} MB (anonymous ${fmt(retrying.afterBurst?.anonMb, 1)} MB), ${fmt(RETRYING_SETTLE_S)} s after VmRSS ${fmt(retrying.rssMb, 1)} MB (anonymous ${fmt(retrying.anonMb, 1)} MB, file-backed ${fmt(retrying.fileMb, 1)} MB of which the LMDB map ${fmt(retrying.lmdbMappedMb, 1)} MB, LMDB files ${fmt(retrying.dataMb, 1)} MB on disk; VmHWM ${fmt(retrying.hwmMb, 1)} MB); SIGTERM -> exit ${fmt(retrying.stopS, 2)} s (code ${retrying.stopExit}); restart: ${fmt(retrying.liveAfter)} waiting on /metrics ${fmt(retrying.restartS, 2)} s after spawn${retrying.resumedLogS !== undefined ? `, 'resumed waiting deliveries' logged at ${fmt(retrying.resumedLogS, 2)} s (waiting=${retrying.resumedLogged})` : ''}; VmRSS after restart ${fmt(retrying.rssAfterMb, 1)} MB (anonymous ${fmt(retrying.after?.anonMb, 1)}, file-backed ${fmt(retrying.after?.fileMb, 1)}, LMDB map ${fmt(retrying.after?.lmdbMappedMb, 1)}); idle node before ingest: VmRSS ${fmt(retrying.idle?.rssMb, 1)} MB (anonymous ${fmt(retrying.idle?.anonMb, 1)}, file-backed ${fmt(retrying.idle?.fileMb, 1)})`);
   const busy = (x) => (x ? `${fmt(x.machineBusyPct)}% (other ${fmt(x.otherCores, 2)})` : 'n/a');
   lines.push(`- machine load per phase, as all-core CPU busy % (and cores used by processes outside this bench and redis): throughput rounds hookline ${rounds.map((r) => busy(r.hookline)).join(' / ')}, batch ${rounds.map((r) => busy(r.batch)).join(' / ')}, bullmq ${rounds.map((r) => busy(r.bullmq)).join(' / ')}, bullmq durable ${rounds.map((r) => busy(r.bullmqDurable)).join(' / ')}, ceiling ${rounds.map((r) => busy(r.ceiling)).join(' / ')}; latency hookline ${busy(latency)}, bullmq ${busy(bullmqLatency)}, hookline ${fmt(RATE_HIGH)}/s ${busy(latencyHigh)}; retrying ${busy(retrying)}`);
   for (const note of notes) lines.push(`- ${note}`);

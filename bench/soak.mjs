@@ -12,7 +12,7 @@
 //     answering 204, or at random 500 (6%), a hang past the timeout (0.5%), a TCP reset (0.5%); and
 //     flapping: every 40 s each receiver in turn is down for 2 s (500 to everything).
 //   - this process: the producers (SOAK_HTTP_CONCURRENCY POSTs and SOAK_NATS_IN_FLIGHT publishes in
-//     flight; both wait while Hookline holds more than SOAK_MAX_BACKLOG live deliveries, so memory
+//     flight; both wait while Hookline has more than SOAK_MAX_BACKLOG waiting deliveries, so memory
 //     measures the steady state rather than a growing queue; they do not wait for the restart),
 //     VmRSS of the Hookline process every second, the restart (SIGTERM, wait for exit 0, start again
 //     on the same data dir) once half the events are accepted, and the final check through the log API.
@@ -304,7 +304,7 @@ async function runSoak() {
     acceptedBy[via]++;
   };
 
-  // Backlog gate: producers wait while Hookline holds more than MAX_BACKLOG live deliveries.
+  // Backlog gate: producers wait while Hookline has more than MAX_BACKLOG waiting deliveries.
   let backlog = 0;
   let liveMetrics = {};
   let pollingMetrics = true;
@@ -312,7 +312,7 @@ async function runSoak() {
     while (pollingMetrics) {
       const text = await fetch(`${node.url}/metrics`).then((response) => (response.ok ? response.text() : null), () => null);
       if (text) {
-        backlog = metric(text, 'hookline_live_deliveries');
+        backlog = metric(text, 'hookline_waiting_deliveries');
         liveMetrics = { live: backlog, scheduled: metric(text, 'hookline_scheduled_retries'), ready: metric(text, 'hookline_ready_queue_depth') };
       }
       await sleep(250);
