@@ -1,26 +1,22 @@
 import { HooklineError } from '../errors.js';
-import { isoTime } from '../iso-time.js';
 import { deliveryTable, isTerminalDelivery } from '../machines/index.js';
 import type { DeliveryEventType, DeliveryStatus, DeliveryStep } from '../machines/index.js';
 import type { WaitingEntry } from '../store/delivery-tables.js';
 import type { AttemptRecord, DeliveryChange, DeliveryHead, TransitionRecord, WebhookRecord } from '../store/records.js';
 import type { AttemptOutcome } from '../transport/http-sender.js';
 import type { RetryOutcome } from './retry-policy.js';
-import { maskUrlCredentials } from '../transport/url-credentials.js';
 import type { ProjectActorDeps, WebhookHolder } from './actor-deps.js';
 import { AttemptRequests } from './attempt-request.js';
+import { DeliveryEffects } from './delivery-effects.js';
 import { DeliveryWindow, DUE_HORIZON_MS } from './delivery-window.js';
 import { DeliveryWriter } from './delivery-writer.js';
 import { EndpointCircuit } from './endpoint-circuit.js';
-import { endpointHealthAfter } from './endpoint-health.js';
 import { EndpointPacer } from './endpoint-pacing.js';
 import { LifecycleDrain } from './lifecycle-drain.js';
 import { LiveIndex } from './live-index.js';
 import type { LiveDelivery } from './live-delivery.js';
 import { NO_STEPS, identityOf, liveFromHead, liveFromSchedule } from './live-delivery.js';
-import { decideRetry, unrecordedStartWaitMs } from './retry-policy.js';
-import { projectOfStoreId } from './operational-events.js';
-import type { OperationalNotify } from './operational-events.js';
+import { unrecordedStartWaitMs } from './retry-policy.js';
 import { ReadyLine } from './ready-line.js';
 
 /**
@@ -57,6 +53,8 @@ export class DeliveryLifecycle {
   private readonly requests = new AttemptRequests();
   private readonly writer: DeliveryWriter;
   private readonly drainer: LifecycleDrain;
+  /** What the machine's named actions and an attempt's outcome do beyond the delivery (delivery-effects.ts). */
+  private readonly effects: DeliveryEffects;
   /** The webhook's `maxConcurrency` and `rateLimitPerSecond` (endpoint-pacing.ts). */
   private readonly pacer: EndpointPacer;
   /** Starts that could not be recorded since the last one that was (the restart's backoff). */
@@ -77,16 +75,8 @@ export class DeliveryLifecycle {
     this.line = new ReadyLine(this.live, config.webhook()?.ordering ?? 'unordered', () => this.pump());
     // Out of time (steps still failing to commit): stop writing before the store closes.
     this.drainer = new LifecycleDrain(this.attempting, () => this.writer.abandon());
-    const live = this.live;
-    const line = this.line;
-    this.window = new DeliveryWindow(projectId, deps.store, deps.clock, deps.deliveryWindow, {
-      get heldCount() {
-        return live.size;
-      },
-      holds: (id) => live.get(id) !== undefined,
-      get ordered() {
-        return line.ordered;
-      },
+    this.effects = new DeliveryEffects(projectId, deps, config, (write) => this.inBackground(write));
+    this.window = new DeliveryWindow(projectId, deps.store, deps.clock, deps.deliveryWindow, this.live, this.line, {
       load: (entry) => this.loadFromDisk(entry),
       onError: (error) => deps.logger.error({ err: error, projectId }, 'could not remove stale due index entries; they are skipped when read'),
     });
@@ -104,11 +94,6 @@ export class DeliveryLifecycle {
   /** Deliveries not yet final, held in memory or waiting on disk. */
   get waiting(): number {
     return this.waitingCount;
-  }
-
-  /** Deliveries of operational events (to `operationalUrl`): theirs is the lifecycle without `notify`. */
-  private get isOperational(): boolean {
-    return this.config.notify === undefined;
   }
 
   get readyCount(): number {
@@ -296,7 +281,7 @@ export class DeliveryLifecycle {
     this.circuit?.attemptEnded(delivery.id, outcome, this.deps.clock.now());
     const metrics = this.deps.metrics;
     const outcomeLabel = { outcome: outcome.ok ? 'success' : (outcome.errorCode ?? 'failure') };
-    if (this.isOperational) {
+    if (this.effects.isOperational) {
       metrics.operationalAttempts.inc(outcomeLabel);
     } else {
       metrics.attempts.inc(outcomeLabel);
@@ -305,7 +290,7 @@ export class DeliveryLifecycle {
     // 410 Gone disables the endpoint before the step, so that the delivery is held with the others
     // rather than retried or dead-lettered. Operational deliveries (no `notify`) govern no endpoint.
     const gone = outcome.statusCode === HTTP_GONE && this.config.notify !== undefined;
-    if (this.config.notify) this.trackEndpointHealth(outcome.ok ? 'succeeded' : gone ? 'gone' : 'failed', this.config.notify);
+    if (this.config.notify) this.effects.trackEndpointHealth(outcome.ok ? 'succeeded' : gone ? 'gone' : 'failed', this.config.notify);
     const event: DeliveryEventType = outcome.ok ? 'ATTEMPT_SUCCEEDED' : gone ? 'ATTEMPT_GONE' : 'ATTEMPT_FAILED';
     const step = deliveryTable.next(delivery.status, delivery.counters, { type: event })!;
     const attempt: AttemptRecord = {
@@ -351,7 +336,7 @@ export class DeliveryLifecycle {
     delivery.counters = step.context;
     delivery.nextAttemptAt = null;
     this.hold(delivery);
-    this.runEffects(delivery, step.actions, now, attemptInfo?.outcome);
+    this.effects.run(delivery, step.actions, now, attemptInfo?.outcome);
     if (step.state === 'pending') delivery.nextAttemptAt ??= details.dueAt ?? now;
     const transitions: TransitionRecord[] = step.transitions.map((hop) => ({ from: hop.from, to: hop.to, event, at: now }));
     const change: DeliveryChange = {
@@ -372,7 +357,7 @@ export class DeliveryLifecycle {
     const committed = new Promise<DeliveryChange>((resolve, reject) => delivery.unwritten.push({ change, waiter: { resolve: () => resolve(change), reject } }));
     const writing = this.writer.start(delivery);
     if (writing) this.drainer.tracked(writing);
-    if (step.state === 'succeeded' || step.state === 'dead_lettered') (this.isOperational ? this.deps.metrics.operationalDeliveriesFinished : this.deps.metrics.deliveriesFinished).inc({ status: step.state });
+    if (step.state === 'succeeded' || step.state === 'dead_lettered') (this.effects.isOperational ? this.deps.metrics.operationalDeliveriesFinished : this.deps.metrics.deliveriesFinished).inc({ status: step.state });
     if (step.state === 'pending' || step.state === 'retrying') this.scheduleOrQueue(delivery);
     return committed;
   }
@@ -414,60 +399,6 @@ export class DeliveryLifecycle {
     if (!this.live.delete(deliveryId)) return;
     this.deps.heldDeliveries.count--;
     this.window.requestRefill();
-  }
-
-  /** The machine's named effects, bound to this actor's scheduler and clock. */
-  private runEffects(delivery: LiveDelivery, actions: readonly string[], now: number, outcome?: RetryOutcome): void {
-    for (const action of actions) {
-      switch (action) {
-        case 'scheduleRetry': {
-          const schedule = this.deps.retrySchedule;
-          const decision = decideRetry({ roundAttempts: Math.min(delivery.counters.roundAttempts, schedule.length - 1), schedule, outcome: outcome ?? {}, now, random: this.deps.random, jitter: this.deps.retryJitter });
-          delivery.nextAttemptAt = decision.kind === 'retry' ? decision.dueAt : now;
-          break;
-        }
-        case 'makeDueNow':
-          delivery.nextAttemptAt = now;
-          break;
-        case 'startRound':
-          delivery.counters = { ...delivery.counters, maxAttempts: this.deps.retrySchedule.length };
-          delivery.nextAttemptAt = now;
-          break;
-        case 'recordDeadLetter': {
-          if (this.isOperational) {
-            // Its store id (`<project>~ops`) names no project, and no API shows the delivery: say what it is.
-            this.deps.logger.warn({ projectId: projectOfStoreId(this.projectId), deliveryId: delivery.id, attempts: delivery.counters.attempts }, 'operational delivery dead-lettered (to operationalUrl; not in the delivery log)');
-          } else {
-            this.deps.logger.warn({ projectId: this.projectId, deliveryId: delivery.id, attempts: delivery.counters.attempts }, 'delivery dead-lettered');
-          }
-          if (this.config.notify) {
-            const { eventId, eventType } = identityOf(this.deps.store, this.projectId, delivery);
-            this.config.notify('hookline.delivery.dead_lettered', { projectId: this.projectId, deliveryId: delivery.id, eventId, eventType, attempts: delivery.counters.attempts, deadLetteredAt: isoTime(now) });
-          }
-          break;
-        }
-        default:
-          throw new HooklineError('HOOKLINE_ERR_INTERNAL', `no effect bound for machine action ${action}`);
-      }
-    }
-  }
-
-  /** Applies what the attempt's outcome does to the endpoint's health (endpoint-health.ts). */
-  private trackEndpointHealth(outcome: 'succeeded' | 'failed' | 'gone', notify: OperationalNotify): void {
-    const webhook = this.config.webhook();
-    if (!webhook) return;
-    const now = this.deps.clock.now();
-    const change = endpointHealthAfter(webhook, outcome, now, this.deps.disableAfterMs);
-    if (change.kind === 'unchanged') return;
-    this.inBackground(this.config.save(change.webhook));
-    // The operational URL may be another party's: the endpoint's password is not theirs to read.
-    const callbackUrl = maskUrlCredentials(webhook.callbackUrl);
-    if (change.kind === 'recovered') notify('hookline.endpoint.recovered', { projectId: this.projectId, callbackUrl, recoveredAt: isoTime(now) });
-    if (change.kind === 'disabled') {
-      const { reason } = change;
-      this.deps.logger.warn({ projectId: this.projectId, type: 'service.trigger.disabled', callbackUrl, reason }, 'webhook endpoint disabled; PUT status "active" to resume (held deliveries are kept)');
-      notify('hookline.endpoint.disabled', { projectId: this.projectId, callbackUrl, reason, disabledAt: isoTime(now) });
-    }
   }
 
   /**

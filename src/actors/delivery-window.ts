@@ -31,13 +31,8 @@ const ORDERED_STATUSES: readonly DeliveryStatus[] = ['pending', 'delivering', 'r
 const PENDING: readonly DeliveryStatus[] = ['pending'];
 const DELIVERING: readonly DeliveryStatus[] = ['delivering'];
 
-/** What the window reads of, and hands back to, its lifecycle. */
+/** What the window hands back to its lifecycle. */
 export interface WindowHost {
-  /** Deliveries held in memory now (waiting, and terminal ones whose last step is being written). */
-  readonly heldCount: number;
-  holds(deliveryId: string): boolean;
-  /** Whether deliveries go out in id order (`fifo`). */
-  readonly ordered: boolean;
   /** Takes a waiting delivery read from disk into memory. */
   load(entry: WaitingEntry): void;
   /** A write nobody waits for failed. */
@@ -57,8 +52,20 @@ export class DeliveryWindow {
     private readonly clock: Clock,
     /** Deliveries held at most, before the lifecycle evicts and the window stops loading. */
     readonly size: number,
+    /** The lifecycle's deliveries held in memory (waiting, and final ones whose last step is being written). */
+    private readonly held: { readonly size: number; get(id: string): unknown },
+    /** Its ready line: whether deliveries go out in id order (`fifo`). */
+    private readonly line: { readonly ordered: boolean },
     private readonly host: WindowHost,
   ) {}
+
+  private get heldCount(): number {
+    return this.held.size;
+  }
+
+  private get ordered(): boolean {
+    return this.line.ordered;
+  }
 
   /** Whether deliveries wait on disk unheld (counted from the cursors: some may have moved on since). */
   get hasUnheld(): boolean {
@@ -67,7 +74,7 @@ export class DeliveryWindow {
 
   /** Whether there is room for one more. */
   get hasRoom(): boolean {
-    return this.host.heldCount < this.size;
+    return this.heldCount < this.size;
   }
 
   /** Whether a new delivery is held: room, and no pending one waiting on disk that should go first. */
@@ -80,15 +87,15 @@ export class DeliveryWindow {
    * mid-attempt are all taken in at once (their attempts are made again), then the window fills.
    */
   startFromDisk(): void {
-    if (!this.host.ordered) for (const entry of this.store.deliveryTables.waitingById(this.projectId, DELIVERING, '', Infinity, () => false).found) this.host.load(entry);
+    if (!this.ordered) for (const entry of this.store.deliveryTables.waitingById(this.projectId, DELIVERING, '', Infinity, () => false).found) this.host.load(entry);
     this.idScanFrom = '';
-    this.dueScanFrom = this.host.ordered ? null : { dueAt: -Infinity, id: '' };
+    this.dueScanFrom = this.ordered ? null : { dueAt: -Infinity, id: '' };
     this.refill();
   }
 
   /** A delivery left memory (or was never held): a refill reads it back from disk. */
   unheld(id: string, status: DeliveryStatus, dueAt: number | null): void {
-    if (status === 'retrying' && !this.host.ordered && dueAt !== null) {
+    if (status === 'retrying' && !this.ordered && dueAt !== null) {
       if (this.dueScanFrom === null || before({ dueAt, id }, this.dueScanFrom)) this.dueScanFrom = { dueAt, id };
     } else if (this.idScanFrom === null || id < this.idScanFrom) {
       this.idScanFrom = id;
@@ -100,7 +107,7 @@ export class DeliveryWindow {
   reorder(): void {
     if (!this.hasUnheld) return;
     this.idScanFrom = '';
-    this.dueScanFrom = this.host.ordered ? null : { dueAt: -Infinity, id: '' };
+    this.dueScanFrom = this.ordered ? null : { dueAt: -Infinity, id: '' };
     this.requestRefill();
   }
 
@@ -117,12 +124,12 @@ export class DeliveryWindow {
   /** Takes deliveries waiting on disk into memory while there is room: the oldest pending first, then those due soonest. */
   refill(): void {
     if (this.stopped) return;
-    let room = this.size - this.host.heldCount;
+    let room = this.size - this.heldCount;
     // Under a sustained backlog room frees one delivery at a time: read the disk in batches, not one range per delivery.
-    if (room < Math.max(1, Math.floor(this.size / 8)) && this.host.heldCount > 0) return;
-    const skip = (id: string) => this.host.holds(id);
+    if (room < Math.max(1, Math.floor(this.size / 8)) && this.heldCount > 0) return;
+    const skip = (id: string) => this.held.get(id) !== undefined;
     if (room > 0 && this.idScanFrom !== null) {
-      const { found, next } = this.store.deliveryTables.waitingById(this.projectId, this.host.ordered ? ORDERED_STATUSES : PENDING, this.idScanFrom, room, skip);
+      const { found, next } = this.store.deliveryTables.waitingById(this.projectId, this.ordered ? ORDERED_STATUSES : PENDING, this.idScanFrom, room, skip);
       this.idScanFrom = next;
       for (const entry of found) this.host.load(entry);
       room -= found.length;

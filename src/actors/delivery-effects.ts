@@ -1,0 +1,86 @@
+import { HooklineError } from '../errors.js';
+import { isoTime } from '../iso-time.js';
+import { maskUrlCredentials } from '../transport/url-credentials.js';
+import type { ProjectActorDeps, WebhookHolder } from './actor-deps.js';
+import { endpointHealthAfter } from './endpoint-health.js';
+import type { LiveDelivery } from './live-delivery.js';
+import { identityOf } from './live-delivery.js';
+import { projectOfStoreId } from './operational-events.js';
+import type { OperationalNotify } from './operational-events.js';
+import type { RetryOutcome } from './retry-policy.js';
+import { decideRetry } from './retry-policy.js';
+
+/**
+ * What a delivery lifecycle's steps do beyond the delivery's own state, bound to the project's
+ * settings and side effects: the delivery machine's named actions (`scheduleRetry`, `makeDueNow`,
+ * `startRound`, `recordDeadLetter`) and an attempt's bearing on the endpoint's health (disabled
+ * after failing for HOOKLINE_DISABLE_AFTER, or at a 410; recovered at a success).
+ */
+export class DeliveryEffects {
+  constructor(
+    private readonly projectId: string,
+    private readonly deps: ProjectActorDeps,
+    private readonly config: WebhookHolder,
+    /** A write nobody waits for: its failure is logged (the lifecycle's). */
+    private readonly inBackground: (write: Promise<unknown>) => void,
+  ) {}
+
+  /** Deliveries of operational events (to `operationalUrl`): theirs is the lifecycle without `notify`. */
+  get isOperational(): boolean {
+    return this.config.notify === undefined;
+  }
+
+  /** Runs the machine's named actions of a step on the delivery (its due time, counters, dead-letter report). */
+  run(delivery: LiveDelivery, actions: readonly string[], now: number, outcome?: RetryOutcome): void {
+    for (const action of actions) {
+      switch (action) {
+        case 'scheduleRetry': {
+          const schedule = this.deps.retrySchedule;
+          const decision = decideRetry({ roundAttempts: Math.min(delivery.counters.roundAttempts, schedule.length - 1), schedule, outcome: outcome ?? {}, now, random: this.deps.random, jitter: this.deps.retryJitter });
+          delivery.nextAttemptAt = decision.kind === 'retry' ? decision.dueAt : now;
+          break;
+        }
+        case 'makeDueNow':
+          delivery.nextAttemptAt = now;
+          break;
+        case 'startRound':
+          delivery.counters = { ...delivery.counters, maxAttempts: this.deps.retrySchedule.length };
+          delivery.nextAttemptAt = now;
+          break;
+        case 'recordDeadLetter': {
+          if (this.isOperational) {
+            // Its store id (`<project>~ops`) names no project, and no API shows the delivery: say what it is.
+            this.deps.logger.warn({ projectId: projectOfStoreId(this.projectId), deliveryId: delivery.id, attempts: delivery.counters.attempts }, 'operational delivery dead-lettered (to operationalUrl; not in the delivery log)');
+          } else {
+            this.deps.logger.warn({ projectId: this.projectId, deliveryId: delivery.id, attempts: delivery.counters.attempts }, 'delivery dead-lettered');
+          }
+          if (this.config.notify) {
+            const { eventId, eventType } = identityOf(this.deps.store, this.projectId, delivery);
+            this.config.notify('hookline.delivery.dead_lettered', { projectId: this.projectId, deliveryId: delivery.id, eventId, eventType, attempts: delivery.counters.attempts, deadLetteredAt: isoTime(now) });
+          }
+          break;
+        }
+        default:
+          throw new HooklineError('HOOKLINE_ERR_INTERNAL', `no effect bound for machine action ${action}`);
+      }
+    }
+  }
+
+  /** Applies what the attempt's outcome does to the endpoint's health (endpoint-health.ts). */
+  trackEndpointHealth(outcome: 'succeeded' | 'failed' | 'gone', notify: OperationalNotify): void {
+    const webhook = this.config.webhook();
+    if (!webhook) return;
+    const now = this.deps.clock.now();
+    const change = endpointHealthAfter(webhook, outcome, now, this.deps.disableAfterMs);
+    if (change.kind === 'unchanged') return;
+    this.inBackground(this.config.save(change.webhook));
+    // The operational URL may be another party's: the endpoint's password is not theirs to read.
+    const callbackUrl = maskUrlCredentials(webhook.callbackUrl);
+    if (change.kind === 'recovered') notify('hookline.endpoint.recovered', { projectId: this.projectId, callbackUrl, recoveredAt: isoTime(now) });
+    if (change.kind === 'disabled') {
+      const { reason } = change;
+      this.deps.logger.warn({ projectId: this.projectId, type: 'service.trigger.disabled', callbackUrl, reason }, 'webhook endpoint disabled; PUT status "active" to resume (held deliveries are kept)');
+      notify('hookline.endpoint.disabled', { projectId: this.projectId, callbackUrl, reason, disabledAt: isoTime(now) });
+    }
+  }
+}
