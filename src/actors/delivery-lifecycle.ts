@@ -178,9 +178,10 @@ export class DeliveryLifecycle {
     if (delivery.status !== 'pending' && delivery.status !== 'retrying') return;
     const dueAt = delivery.nextAttemptAt ?? 0;
     const now = this.deps.clock.now();
-    // Due beyond the horizon: it leaves memory once its step is stored (`evictIfIdle`), and the
-    // window reads it back in time; the heap holds only what is due soon. Ordered ones stay.
-    delivery.dueOnDisk = dueAt > now + DUE_HORIZON_MS && !this.line.ordered;
+    // Retrying and due beyond the horizon: it leaves memory once its step is stored (`evictIfIdle`),
+    // and the window reads it back by the due index in time; the heap holds only what is due soon.
+    // A pending one (found on disk by id, not by time) and an ordered one stay in the heap.
+    delivery.dueOnDisk = delivery.status === 'retrying' && dueAt > now + DUE_HORIZON_MS && !this.line.ordered;
     if (dueAt <= now) this.enqueue(delivery);
     else if (!delivery.dueOnDisk) this.deps.scheduler.schedule(dueAt, this.projectId, delivery.id);
   }

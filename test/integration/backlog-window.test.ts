@@ -2,6 +2,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { ADMIN_KEY, ALL_TYPES, configureReceiver, startTestHookline, waitForDeliveryStatus } from '../helpers/hookline.js';
 import type { TestHookline } from '../helpers/hookline.js';
 import { startReceiver } from '../helpers/receiver.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { makeTempDir } from '../helpers/temp-dir.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -88,6 +89,22 @@ describe('waiting deliveries on disk', () => {
     await waitFor(() => receiver.received.length >= 31, { timeoutMs: 10_000, message: 'every delivery' });
     await waitFor(async () => (await gauges(second)).waiting === 0, { message: 'nothing left waiting' });
     expect(receiver.received.map((delivery) => delivery.webhookId).sort()).toEqual([...sent, later].sort());
+  });
+
+  it('attempts a new delivery whose first attempt is due beyond the horizon, and a retry due beyond it, when their time comes', async () => {
+    const clock = new ManualClock(Date.now());
+    let failures = 1;
+    const receiver = await startReceiver({ respond: () => ({ status: failures-- > 0 ? 500 : 204 }) });
+    const hookline = await startTestHookline({ retrySchedule: [5 * 60_000, 10 * 60_000], circuitFailures: 0 }, { clock });
+    await configureReceiver(hookline, receiver);
+    const sent = (await hookline.client.sendEvent(event(0))).deliveryId!;
+    expect(receiver.received).toHaveLength(0);
+    clock.advance(5 * 60_000);
+    await waitForDeliveryStatus(hookline.client, sent, 'retrying');
+    await waitFor(async () => (await gauges(hookline)).live === 0, { message: 'the retry on disk only' });
+    clock.advance(10 * 60_000);
+    await waitForDeliveryStatus(hookline.client, sent, 'succeeded');
+    expect(receiver.received).toHaveLength(2);
   });
 
   it('keeps ordered (fifo) delivery in ingest order through a window smaller than the backlog', async () => {
