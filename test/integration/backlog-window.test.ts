@@ -45,7 +45,8 @@ describe('waiting deliveries on disk', () => {
     await waitFor(async () => (await gauges(hookline)).waiting === 0, { message: 'nothing left waiting' });
     expect(new Set(receiver.received.map((delivery) => delivery.webhookId))).toEqual(new Set(sent));
     expect(receiver.received.every((delivery) => delivery.verified)).toBe(true);
-    expect((await gauges(hookline)).live).toBe(0);
+    // Final ones leave memory once their last step is stored.
+    await waitFor(async () => (await gauges(hookline)).live === 0, { message: 'nothing left in memory' });
   });
 
   it('keeps a retrying delivery due beyond the horizon on disk only, and reads it back when retried', async () => {
