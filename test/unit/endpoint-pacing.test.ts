@@ -35,23 +35,23 @@ const gapArb = fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 3 }), fc.integ
 const stepsArb = fc.array(fc.record({ gap: gapArb, probe: fc.boolean() }), { minLength: 1, maxLength: 150 });
 
 describe('token bucket', () => {
-  it('holds a tenth of a second at least one token, and starts full', () => {
-    expect([1, 9, 10, 11, 20, 500, 100_000].map(bucketCapacity)).toEqual([1, 1, 1, 2, 2, 50, 10_000]);
+  it('holds a fiftieth of a second at least one token, and starts full', () => {
+    expect([1, 9, 50, 51, 100, 500, 100_000].map(bucketCapacity)).toEqual([1, 1, 1, 2, 2, 10, 2_000]);
     const { bucket } = bucketAt(500);
-    expect(bucket.tokens).toBe(50);
-    for (let i = 0; i < 50; i++) expect(bucket.take()).toBe(true);
+    expect(bucket.tokens).toBe(10);
+    for (let i = 0; i < 10; i++) expect(bucket.take()).toBe(true);
     expect(bucket.take()).toBe(false);
     // One token every 2 ms at 500/s.
     expect(bucket.waitMs()).toBe(2);
   });
 
   it('refills continuously at the rate, never above its capacity', () => {
-    const { bucket, at } = bucketAt(20);
+    const { bucket, at } = bucketAt(100);
     expect(bucket.take() && bucket.take()).toBe(true);
-    expect(bucket.waitMs()).toBe(50);
-    at(49);
+    expect(bucket.waitMs()).toBe(10);
+    at(9);
     expect(bucket.take()).toBe(false);
-    at(50);
+    at(10);
     expect(bucket.take()).toBe(true);
     at(60_000);
     expect(bucket.tokens).toBe(2);
@@ -98,7 +98,7 @@ describe('token bucket', () => {
     );
   });
 
-  it('at 500/s, a backlog taken as fast as allowed never puts more than 550 in a second', () => {
+  it('at 500/s, a backlog taken as fast as allowed never puts more than 510 in a second', () => {
     const { bucket, at } = bucketAt(500);
     const taken: number[] = [];
     for (let now = 0; now <= 5_000; now++) {
@@ -106,9 +106,9 @@ describe('token bucket', () => {
       while (bucket.take()) taken.push(now);
     }
     const most = Math.max(...taken.map((start) => taken.filter((t) => t >= start && t <= start + 1000).length));
-    expect(most).toBeLessThanOrEqual(550);
-    // And no slower than the rate: 50 at once, then 500 a second.
-    expect(taken.length).toBe(50 + 2_500);
+    expect(most).toBeLessThanOrEqual(510);
+    // And no slower than the rate: 10 at once, then 500 a second.
+    expect(taken.length).toBe(10 + 2_500);
   });
 });
 
@@ -137,14 +137,14 @@ describe('endpoint pacer', () => {
   });
 
   it('out of tokens, wakes the lifecycle once, when the next token is due', () => {
-    const { clock, pacer, wakes } = pacerAt(20);
+    const { clock, pacer, wakes } = pacerAt(100);
     for (let i = 0; i < 2; i++) {
       expect(pacer.mayStart(0)).toBe(true);
       pacer.started();
     }
     expect(pacer.mayStart(0)).toBe(false);
     expect(pacer.mayStart(0)).toBe(false);
-    clock.advance(49);
+    clock.advance(9);
     expect(wakes()).toBe(0);
     clock.advance(1);
     expect(wakes()).toBe(1);
@@ -153,7 +153,7 @@ describe('endpoint pacer', () => {
 
   it('takes new limits at once: a new rate keeps the tokens held (up to its capacity), no limit lets everything through', () => {
     const { clock, pacer, wakes } = pacerAt(500);
-    for (let i = 0; i < 50; i++) pacer.started();
+    for (let i = 0; i < 10; i++) pacer.started();
     expect(pacer.mayStart(0)).toBe(false);
     // Slower now: the empty bucket stays empty, its next token is due at the new rate; the old timer is gone.
     pacer.configure({ maxConcurrency: null, rateLimitPerSecond: 1 });
