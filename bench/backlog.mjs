@@ -21,7 +21,10 @@
 //      the distinct webhook-ids against the backlog.
 //   3. dead: a fresh node whose project holds BENCH_DEAD deliveries in `retrying`, all due at the start,
 //      to a receiver answering 503; the receiver's requests from the spawn to BENCH_DEAD_SECONDS after
-//      /readyz, given per minute (today every delivery is tried once; a circuit breaker would send a few probes).
+//      /readyz, given per minute (before the circuit breaker, every delivery was tried once; now the
+//      attempts in flight when it opens, then a probe at most every HOOKLINE_CIRCUIT_PROBE_INTERVAL).
+//   4. busy (fairness): BENCH_BUSY deliveries of project A, all due at the start to a 503 receiver,
+//      while project B's batch ingest and its ingest->receipt latency are measured on the same node.
 //
 //   npm run build && npm run bench:backlog
 //
@@ -37,7 +40,8 @@
 //   BENCH_RECOVERY [20000], BENCH_RECOVERY_DUE [10]   phase 2's deliveries, and seconds from the fill to
 //                                 when they fall due
 //   BENCH_DEAD [5000], BENCH_DEAD_SECONDS [60]        phase 3's deliveries and its window
-//   BENCH_SKIP                    comma list of phases to leave out: backlog, fresh, recovery, dead
+//   BENCH_BUSY [200000]           phase 4's deliveries, due at the start to a 503 receiver
+//   BENCH_SKIP                    comma list of phases to leave out: backlog, fresh, recovery, dead, busy
 //   BENCH_KEEP=1                  keep temp dirs and logs (they are removed otherwise)
 //   BENCH_STRICT=1                exit 2 when a target is missed (default: exit 0 once it ran)
 // A build from before waiting deliveries moved to disk held every one in memory and refused B's events
@@ -67,6 +71,7 @@ const RECOVERY_DUE_S = num('BENCH_RECOVERY_DUE', 10);
 const RECOVERY_RATE = 500;
 const DEAD = num('BENCH_DEAD', 5000);
 const DEAD_SECONDS = num('BENCH_DEAD_SECONDS', 60);
+const BUSY = num('BENCH_BUSY', 200_000);
 const SKIP = new Set((env.BENCH_SKIP ?? '').split(',').map((s) => s.trim()).filter(Boolean));
 const KEEP = env.BENCH_KEEP === '1';
 const API_KEY = 'hk_bench_backlog';
@@ -339,6 +344,27 @@ async function deadPhase() {
   }
 }
 
+// Phase 4: fairness while a backlog is due -------------------------------------------------
+
+/**
+ * Project A's BUSY deliveries all fall due at the start against a receiver answering 503 (its
+ * circuit opens, and the rest fail unsent, each a machine step and a write), while project B's
+ * batch ingest and its ingest->receipt latency at LATENCY_RATE are measured on the same node.
+ */
+async function busyPhase() {
+  const dir = tempDir('busy');
+  const dead = await startReceiver(dir, 503);
+  const healthy = await startReceiver(dir, 204);
+  const node = await nodeWithWaiting(dir, dead, BUSY, 'BUSY', Date.now());
+  try {
+    return { waiting: BUSY, ...(await projectB(`with ${fmt(BUSY)} of A's due`, node, healthy)) };
+  } finally {
+    await node.stop();
+    await stopChild(dead.cp, { group: true });
+    await stopChild(healthy.cp, { group: true });
+  }
+}
+
 // Run, report ------------------------------------------------------------------------------
 
 async function timed(name, results, phase) {
@@ -356,7 +382,7 @@ async function timed(name, results, phase) {
 }
 
 function report(results) {
-  const { backlog: b, fresh: f, recovery: r, dead: d } = results;
+  const { backlog: b, fresh: f, recovery: r, dead: d, busy: u } = results;
   const ratio = b?.ingest && f?.ingest ? b.ingest.ingestPerS / f.ingest.ingestPerS : NaN;
   const cpuRatio = b?.ingest && f?.ingest ? b.ingest.cpuMsPerEvent / f.ingest.cpuMsPerEvent : NaN;
   const judge = (value, test) => (Number.isFinite(value) ? (test(value) ? 'met' : 'MISSED') : 'n/a');
@@ -370,6 +396,8 @@ function report(results) {
     [`the same on the fresh node (p50, max)`, 'reported', `${fmt(f?.latency?.p99Ms, 1, ' ms')} (${fmt(f?.latency?.p50Ms, 1)}, ${fmt(f?.latency?.maxMs, 1)})`, '-'],
     [`recovery of ${fmt(RECOVERY)}: most arrivals in one second${r && !r.supported ? ' (no rateLimitPerSecond in this build)' : ''}`, `<= ${TARGETS.recoveryMaxPerS}`, fmt(r?.maxPer1s), judge(r?.maxPer1s, (v) => v <= TARGETS.recoveryMaxPerS)],
     [`recovery of ${fmt(RECOVERY)}: distinct webhook-ids received`, `= ${fmt(RECOVERY)}`, fmt(r?.unique), judge(r?.unique, (v) => v === RECOVERY)],
+    [`B's p99 ingest->receipt at ${LATENCY_RATE}/s while ${fmt(BUSY)} of A's fall due at a 503 endpoint (p50, max)`, `<= ${TARGETS.p99Ms} ms`, `${fmt(u?.latency?.p99Ms, 1, ' ms')} (${fmt(u?.latency?.p50Ms, 1)}, ${fmt(u?.latency?.maxMs, 1)})`, judge(u?.latency?.p99Ms, (v) => v <= TARGETS.p99Ms)],
+    [`B's CPU per event then / on a fresh node`, 'reported', `${fmt(u?.ingest && f?.ingest ? u.ingest.cpuMsPerEvent / f.ingest.cpuMsPerEvent : NaN, 2, 'x')} (${fmt(u?.ingest?.ingestPerS)} events/s)`, '-'],
     [`dead endpoint, ${fmt(DEAD)} waiting: requests a minute (over ${DEAD_SECONDS} s)`, `< ${TARGETS.deadPerMinute} (at 100,000 waiting)`, fmt(d?.perMinute), judge(d?.perMinute, (v) => v < TARGETS.deadPerMinute)],
   ];
   const lines = ['', `Backlog bench (issue 35), ${new Date().toISOString()}, ${os.cpus().length} cores, Node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`, '', '| Figure | Target | This run | Verdict |', '|---|---:|---:|---|'];
@@ -386,8 +414,9 @@ await timed('backlog', results, backlogPhase);
 await timed('fresh', results, freshPhase);
 await timed('recovery', results, recoveryPhase);
 await timed('dead', results, deadPhase);
+await timed('busy', results, busyPhase);
 const summary = report(results);
-const settings = { BENCH_BACKLOG: BACKLOG, BENCH_INGEST_N: INGEST_N, BENCH_LATENCY_RATE: LATENCY_RATE, BENCH_LATENCY_SECONDS: LATENCY_SECONDS, BENCH_SETTLE: SETTLE_S, BENCH_RECOVERY: RECOVERY, BENCH_RECOVERY_DUE: RECOVERY_DUE_S, BENCH_DEAD: DEAD, BENCH_DEAD_SECONDS: DEAD_SECONDS };
+const settings = { BENCH_BACKLOG: BACKLOG, BENCH_INGEST_N: INGEST_N, BENCH_LATENCY_RATE: LATENCY_RATE, BENCH_LATENCY_SECONDS: LATENCY_SECONDS, BENCH_SETTLE: SETTLE_S, BENCH_RECOVERY: RECOVERY, BENCH_RECOVERY_DUE: RECOVERY_DUE_S, BENCH_DEAD: DEAD, BENCH_DEAD_SECONDS: DEAD_SECONDS, BENCH_BUSY: BUSY };
 mkdirSync(path.join(here, 'results'), { recursive: true });
 writeFileSync(path.join(here, 'results', 'backlog.json'), `${JSON.stringify({ startedAt, node: process.version, cpus: os.cpus().length, settings, targets: TARGETS, summary, results }, null, 2)}\n`);
 const missed = summary.some((row) => row.verdict === 'MISSED') || Object.values(results).some((phase) => phase.error);
