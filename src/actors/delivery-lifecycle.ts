@@ -38,6 +38,9 @@ import { ReadyLine } from './ready-line.js';
 /** The statuses of a delivery not yet final: it waits, held in memory or on disk. */
 export const WAITING_STATUSES = ['pending', 'delivering', 'retrying'] as const;
 
+/** Attempts one `pump` starts (or fails unsent) before it lets the event loop serve others. */
+const PUMP_TURN = 256;
+
 const HTTP_GONE = 410;
 /**
  * A failed-fast attempt's next one is at least 1 ms later: due at once, it would be failed again
@@ -57,6 +60,7 @@ export class DeliveryLifecycle {
   private readonly effects: DeliveryEffects;
   /** The webhook's `maxConcurrency` and `rateLimitPerSecond` (endpoint-pacing.ts). */
   private readonly pacer: EndpointPacer;
+  private pumpQueued = false;
   /** Starts that could not be recorded since the last one that was (the restart's backoff). */
   private unrecordedStarts = 0;
   /** Which waiting deliveries are held in memory; the rest wait on disk (delivery-window.ts). */
@@ -201,13 +205,27 @@ export class DeliveryLifecycle {
       }
       return;
     }
+    let started = 0;
     while (this.line.length > 0 && this.pacer.mayStart(this.attempting.size)) {
+      // A turn's worth started (attempts failed unsent under an open circuit take no slot, so a
+      // window of them would otherwise run in one go): the rest after other projects' turns.
+      if (started++ === PUMP_TURN) return this.pumpNextTurn();
       const delivery = this.line.shift()!;
       // One that left memory while due (over the window) is skipped: the window reads it back.
       if ((delivery.status !== 'pending' && delivery.status !== 'retrying') || this.live.get(delivery.id) !== delivery) continue;
       this.pacer.started();
       this.startAttempt(delivery);
     }
+  }
+
+  /** Pumps again in a later turn of the event loop, once however often asked. */
+  private pumpNextTurn(): void {
+    if (this.pumpQueued) return;
+    this.pumpQueued = true;
+    setImmediate(() => {
+      this.pumpQueued = false;
+      this.pump();
+    });
   }
 
   private startAttempt(delivery: LiveDelivery): void {

@@ -24,6 +24,11 @@ import type { Clock } from './clock.js';
 
 /** A retrying delivery due within this is held (and in the scheduler's heap); later ones wait on disk. */
 export const DUE_HORIZON_MS = 60_000;
+/**
+ * Deliveries one refill reads at most: a window of 10,000 read in one go held the event loop (and
+ * every other project's requests) for tens of milliseconds; the rest is read in the next turns.
+ */
+const REFILL_TURN = 1_000;
 /** Longest timer for the next refill by due time: a clock jump is caught up with within this. */
 const MAX_REFILL_TIMER_MS = 60_000;
 
@@ -111,11 +116,14 @@ export class DeliveryWindow {
     this.requestRefill();
   }
 
-  /** Refills soon (once for several requests in one turn), when something waits on disk and there is room. */
+  /**
+   * Refills soon (once for several requests in one turn), when something waits on disk and there
+   * is room: in a later turn of the event loop, after the I/O waiting now (other projects' requests).
+   */
   requestRefill(): void {
     if (this.refillQueued || this.stopped || !this.hasUnheld) return;
     this.refillQueued = true;
-    queueMicrotask(() => {
+    setImmediate(() => {
       this.refillQueued = false;
       this.refill();
     });
@@ -124,9 +132,9 @@ export class DeliveryWindow {
   /** Takes deliveries waiting on disk into memory while there is room: the oldest pending first, then those due soonest. */
   refill(): void {
     if (this.stopped) return;
-    let room = this.size - this.heldCount;
+    let room = Math.min(REFILL_TURN, this.size - this.heldCount);
     // Under a sustained backlog room frees one delivery at a time: read the disk in batches, not one range per delivery.
-    if (room < Math.max(1, Math.floor(this.size / 8)) && this.heldCount > 0) return;
+    if (room < Math.min(REFILL_TURN, Math.max(1, Math.floor(this.size / 8))) && this.heldCount > 0) return;
     const skip = (id: string) => this.held.get(id) !== undefined;
     if (room > 0 && this.idScanFrom !== null) {
       const { found, next } = this.store.deliveryTables.waitingById(this.projectId, this.ordered ? ORDERED_STATUSES : PENDING, this.idScanFrom, room, skip);
@@ -139,7 +147,10 @@ export class DeliveryWindow {
       this.dueScanFrom = next;
       for (const entry of found) this.host.load(entry);
       this.store.removeStaleDue(stale).catch((error: unknown) => this.host.onError(error));
+      room -= found.length;
     }
+    // A full turn's worth read: the rest, if the window has room for it, in the next turn.
+    if (room === 0 && this.heldCount < this.size) this.requestRefill();
     this.armDueTimer();
   }
 
