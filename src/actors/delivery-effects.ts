@@ -1,5 +1,7 @@
 import { HooklineError } from '../errors.js';
 import { isoTime } from '../iso-time.js';
+import type { AttemptRecord } from '../store/records.js';
+import type { AttemptOutcome } from '../transport/http-sender.js';
 import { maskUrlCredentials } from '../transport/url-credentials.js';
 import type { ProjectActorDeps, WebhookHolder } from './actor-deps.js';
 import { endpointHealthAfter } from './endpoint-health.js';
@@ -9,6 +11,11 @@ import { projectOfStoreId } from './operational-events.js';
 import type { OperationalNotify } from './operational-events.js';
 import type { RetryOutcome } from './retry-policy.js';
 import { decideRetry } from './retry-policy.js';
+
+/** An attempt as its log keeps it: its number, when it started, and what came of it. */
+export function attemptRecord(attempt: number, at: number, outcome: Pick<AttemptRecord, 'statusCode' | 'durationMs' | 'error' | 'errorCode' | 'responseBody'>): AttemptRecord {
+  return { attempt, at, statusCode: outcome.statusCode, durationMs: outcome.durationMs, error: outcome.error, errorCode: outcome.errorCode, responseBody: outcome.responseBody };
+}
 
 /**
  * What a delivery lifecycle's steps do beyond the delivery's own state, bound to the project's
@@ -28,6 +35,17 @@ export class DeliveryEffects {
   /** Deliveries of operational events (to `operationalUrl`): theirs is the lifecycle without `notify`. */
   get isOperational(): boolean {
     return this.config.notify === undefined;
+  }
+
+  /** Counts a sent attempt's outcome: apart for operational deliveries, as the delivery log keeps them apart. */
+  countAttempt(outcome: AttemptOutcome): void {
+    const label = { outcome: outcome.ok ? 'success' : (outcome.errorCode ?? 'failure') };
+    if (this.isOperational) {
+      this.deps.metrics.operationalAttempts.inc(label);
+      return;
+    }
+    this.deps.metrics.attempts.inc(label);
+    this.deps.metrics.attemptSeconds.observe(outcome.durationMs / 1000);
   }
 
   /** Runs the machine's named actions of a step on the delivery (its due time, counters, dead-letter report). */

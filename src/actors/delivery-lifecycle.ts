@@ -7,7 +7,7 @@ import type { AttemptOutcome } from '../transport/http-sender.js';
 import type { RetryOutcome } from './retry-policy.js';
 import type { ProjectActorDeps, WebhookHolder } from './actor-deps.js';
 import { AttemptRequests } from './attempt-request.js';
-import { DeliveryEffects } from './delivery-effects.js';
+import { DeliveryEffects, attemptRecord } from './delivery-effects.js';
 import { DeliveryWindow, DUE_HORIZON_MS } from './delivery-window.js';
 import { DeliveryWriter } from './delivery-writer.js';
 import { EndpointCircuit } from './endpoint-circuit.js';
@@ -15,7 +15,7 @@ import { EndpointPacer } from './endpoint-pacing.js';
 import { LifecycleDrain } from './lifecycle-drain.js';
 import { LiveIndex } from './live-index.js';
 import type { LiveDelivery } from './live-delivery.js';
-import { NO_STEPS, identityOf, liveFromHead, liveFromSchedule } from './live-delivery.js';
+import { NO_STEPS, changeOf, identityOf, liveFromHead, liveFromSchedule } from './live-delivery.js';
 import { unrecordedStartWaitMs } from './retry-policy.js';
 import { ReadyLine } from './ready-line.js';
 
@@ -289,7 +289,7 @@ export class DeliveryLifecycle {
    */
   private failFast(delivery: LiveDelivery, reason: string, now: number): void {
     const step = deliveryTable.next(delivery.status, delivery.counters, { type: 'CIRCUIT_OPEN' })!;
-    const attempt: AttemptRecord = { attempt: step.context.attempts, at: now, statusCode: null, durationMs: 0, error: reason, errorCode: 'circuit_open', responseBody: '' };
+    const attempt = attemptRecord(step.context.attempts, now, { statusCode: null, durationMs: 0, error: reason, errorCode: 'circuit_open', responseBody: '' });
     this.deps.metrics.attempts.inc({ outcome: 'circuit_open' });
     delivery.envelope = null;
     this.inBackground(this.apply(delivery, 'CIRCUIT_OPEN', step, { attemptInfo: { attempt, outcome: FAILED_FAST } }), delivery.id);
@@ -298,29 +298,14 @@ export class DeliveryLifecycle {
   private finishAttempt(delivery: LiveDelivery, outcome: AttemptOutcome, startedAt: number): void {
     this.attempting.delete(delivery);
     this.circuit?.attemptEnded(delivery.id, outcome, this.deps.clock.now());
-    const metrics = this.deps.metrics;
-    const outcomeLabel = { outcome: outcome.ok ? 'success' : (outcome.errorCode ?? 'failure') };
-    if (this.effects.isOperational) {
-      metrics.operationalAttempts.inc(outcomeLabel);
-    } else {
-      metrics.attempts.inc(outcomeLabel);
-      metrics.attemptSeconds.observe(outcome.durationMs / 1000);
-    }
+    this.effects.countAttempt(outcome);
     // 410 Gone disables the endpoint before the step, so that the delivery is held with the others
     // rather than retried or dead-lettered. Operational deliveries (no `notify`) govern no endpoint.
     const gone = outcome.statusCode === HTTP_GONE && this.config.notify !== undefined;
     if (this.config.notify) this.effects.trackEndpointHealth(outcome.ok ? 'succeeded' : gone ? 'gone' : 'failed', this.config.notify);
     const event: DeliveryEventType = outcome.ok ? 'ATTEMPT_SUCCEEDED' : gone ? 'ATTEMPT_GONE' : 'ATTEMPT_FAILED';
     const step = deliveryTable.next(delivery.status, delivery.counters, { type: event })!;
-    const attempt: AttemptRecord = {
-      attempt: step.context.attempts,
-      at: startedAt,
-      statusCode: outcome.statusCode,
-      durationMs: outcome.durationMs,
-      error: outcome.error,
-      errorCode: outcome.errorCode,
-      responseBody: outcome.responseBody,
-    };
+    const attempt = attemptRecord(step.context.attempts, startedAt, outcome);
     delivery.envelope = null;
     this.inBackground(this.apply(delivery, event, step, { attemptInfo: { attempt, outcome } }), delivery.id);
     this.drainer.wakeIfIdle();
@@ -344,12 +329,12 @@ export class DeliveryLifecycle {
   apply(delivery: LiveDelivery, event: DeliveryEventType, step: DeliveryStep, details: { attemptInfo?: { attempt: AttemptRecord; outcome: RetryOutcome }; dueAt?: number } = {}): Promise<DeliveryChange> {
     const { attemptInfo } = details;
     const now = this.deps.clock.now();
-    // A new round (retry, redrive) joins the ordered line at its tail, also when the dead letter is
-    // still held (its last step being written): held, it kept its old place ahead of later ones.
     // An operator's retry or redrive: an open circuit probes now rather than failing it unsent.
     if (event === 'RETRY' || event === 'REDRIVE') this.circuit?.probeNow(now);
     const wasFinal = isTerminalDelivery(delivery.status);
     if (wasFinal !== isTerminalDelivery(step.state)) this.waitingCount += wasFinal ? 1 : -1;
+    // A new round (retry, redrive) joins the ordered line at its tail, also when the dead letter is
+    // still held (its last step being written): held, it kept its old place ahead of later ones.
     if (wasFinal && !isTerminalDelivery(step.state)) this.release(delivery.id);
     delivery.status = step.state;
     delivery.counters = step.context;
@@ -358,18 +343,7 @@ export class DeliveryLifecycle {
     this.effects.run(delivery, step.actions, now, attemptInfo?.outcome);
     if (step.state === 'pending') delivery.nextAttemptAt ??= details.dueAt ?? now;
     const transitions: TransitionRecord[] = step.transitions.map((hop) => ({ from: hop.from, to: hop.to, event, at: now }));
-    const change: DeliveryChange = {
-      status: delivery.status,
-      attempts: delivery.counters.attempts,
-      roundAttempts: delivery.counters.roundAttempts,
-      roundSize: delivery.counters.maxAttempts,
-      nextAttemptAt: delivery.nextAttemptAt,
-      updatedAt: now,
-      transitions,
-      transitionIndex: delivery.transitionCount,
-      attemptIndex: delivery.attemptCount,
-      ...(attemptInfo ? { attempt: attemptInfo.attempt } : {}),
-    };
+    const change = changeOf(delivery, transitions, now, attemptInfo?.attempt);
     delivery.transitionCount += transitions.length;
     if (attemptInfo) delivery.attemptCount++;
     if (delivery.unwritten === NO_STEPS) delivery.unwritten = [];

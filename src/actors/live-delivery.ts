@@ -1,6 +1,6 @@
 import type { DeliveryCounters, DeliveryStatus } from '../machines/index.js';
 import type { DeliveryIdentity } from '../store/delivery-model.js';
-import type { DeliveryChange, DeliveryHead, DeliverySchedule } from '../store/records.js';
+import type { AttemptRecord, DeliveryChange, DeliveryHead, DeliverySchedule, TransitionRecord } from '../store/records.js';
 import type { HooklineStore } from '../store/store.js';
 
 /** A delivery held in memory by its project's actor while it is not terminal. */
@@ -124,4 +124,20 @@ export function identityOf(store: HooklineStore, projectId: string, delivery: Li
     delivery.identity = { id: delivery.id, eventId: head.eventId, eventType: head.eventType, createdAt: head.createdAt };
   }
   return delivery.identity;
+}
+
+/** The change a step makes, as stored: the delivery as the step left it, at the log indexes its entries take. */
+export function changeOf(delivery: LiveDelivery, transitions: TransitionRecord[], now: number, attempt: AttemptRecord | undefined): DeliveryChange {
+  return {
+    status: delivery.status,
+    attempts: delivery.counters.attempts,
+    roundAttempts: delivery.counters.roundAttempts,
+    roundSize: delivery.counters.maxAttempts,
+    nextAttemptAt: delivery.nextAttemptAt,
+    updatedAt: now,
+    transitions,
+    transitionIndex: delivery.transitionCount,
+    attemptIndex: delivery.attemptCount,
+    ...(attempt ? { attempt } : {}),
+  };
 }
