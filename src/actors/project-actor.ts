@@ -3,7 +3,7 @@ import { matchesFilter } from '../filter/evaluate.js';
 import type { DeliveryStatus } from '../machines/index.js';
 import { headOf, withChanges } from '../store/delivery-model.js';
 import { newDeliveryId, newEventId } from '../store/ids.js';
-import type { DeliveryChange, DeliveryRecord, DeliverySchedule, EventRecord, IngestAnswer } from '../store/records.js';
+import type { DeliveryChange, DeliveryRecord, EventRecord, IngestAnswer } from '../store/records.js';
 import type { EventType } from '../sdk/types.js';
 import type { EventInput } from '../transport/event-input.js';
 import type { IngestResult } from '../transport/types.js';
