@@ -364,9 +364,9 @@ export class DeliveryLifecycle {
 
   /**
    * A waiting delivery with nothing in flight and every step stored leaves memory for the disk
-   * when it was not due within the horizon when scheduled (`dueOnDisk`), or when the window holds more than its size (a retry,
-   * redrive or interrupted attempt brings deliveries in past it). The window reads it back in
-   * turn. Ordered delivery keeps its line in memory: its head must be the oldest.
+   * when it was not due within the horizon when scheduled (`dueOnDisk`), or when the window holds
+   * more than its size (a retry, redrive or interrupted attempt brings deliveries in past it). The
+   * window reads it back in turn. Ordered delivery keeps its line in memory: its head must be the oldest.
    */
   private evictIfIdle(delivery: LiveDelivery): void {
     if ((delivery.status !== 'pending' && delivery.status !== 'retrying') || delivery.writing || this.attempting.has(delivery) || this.line.ordered) return;
