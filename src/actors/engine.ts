@@ -297,11 +297,12 @@ export class Engine implements BatchEventSink {
     let waiting = 0;
     for (const project of this.store.allProjects()) {
       if (!owns(project.id)) continue;
-      const count = this.store.deliveryTables.countInStatuses(project.id, WAITING_STATUSES) + this.store.deliveryTables.countInStatuses(operationalStoreId(project.id), WAITING_STATUSES);
-      // A project with none gets no actor until it is used.
-      if (count === 0) continue;
-      this.actorFor(project.id).startFromDisk();
-      waiting += count;
+      // A project with none gets no actor until it is used; its actor counts them (once, natively).
+      const tables = this.store.deliveryTables;
+      if (!tables.hasAnyIn(project.id, WAITING_STATUSES) && !tables.hasAnyIn(operationalStoreId(project.id), WAITING_STATUSES)) continue;
+      const actor = this.actorFor(project.id);
+      actor.startFromDisk();
+      waiting += actor.waitingWithOperational;
     }
     if (waiting > 0) this.logger.info({ waiting, held: this.heldDeliveries.count }, 'resumed waiting deliveries from LMDB (those due soon into memory, the rest on disk)');
     return waiting;

@@ -89,6 +89,11 @@ export class ProjectActor {
     return this.lifecycle.waiting;
   }
 
+  /** The project's waiting deliveries and its operational ones. */
+  get waitingWithOperational(): number {
+    return this.lifecycle.waiting + this.operational.waiting;
+  }
+
   get readyCount(): number {
     return this.lifecycle.readyCount + this.operational.readyCount;
   }

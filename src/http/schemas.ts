@@ -87,7 +87,7 @@ const URL_CREDENTIALS = 'Credentials in it (`https://user:pass@host/path`, each 
 export const WEBHOOK_RATE_LIMIT = { min: 1, max: 100_000 } as const;
 
 const MAX_CONCURRENCY = 'Attempts in flight to the endpoint at most, a whole number from 1 to the node\'s HOOKLINE_ENDPOINT_CONCURRENCY (default 50). `null` or left out: that setting alone. Ordered (`fifo`) delivery is one at a time anyway.';
-const RATE_LIMIT_PER_SECOND = `Attempts started per second at most, a whole number from ${WEBHOOK_RATE_LIMIT.min} to ${WEBHOOK_RATE_LIMIT.max}: a token bucket holding a tenth of a second's worth (at least one), so that any one-second window sees at most rate + rate/10 attempts (550 at 500). A recovering endpoint gets its backlog at this pace. \`null\` or left out: no pacing. Applies to \`fifo\` delivery too.`;
+const RATE_LIMIT_PER_SECOND = `Attempts started per second at most, a whole number from ${WEBHOOK_RATE_LIMIT.min} to ${WEBHOOK_RATE_LIMIT.max}: a token bucket holding a fiftieth of a second's worth (at least one), so that any one-second window sees at most rate + rate/50 attempts start (510 at 500). A recovering endpoint gets its backlog at this pace. \`null\` or left out: no pacing. Applies to \`fifo\` delivery too.`;
 
 /**
  * `PUT /v1/webhook` as a node parses it: `maxConcurrency` up to its `endpointConcurrency`. Without

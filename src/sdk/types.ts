@@ -111,7 +111,7 @@ export interface ConfigureWebhookInput {
   maxConcurrency?: number | null;
   /**
    * Attempts started per second at most, 1 to 100,000; any one-second window sees at most
-   * rate + rate/10 (a recovering endpoint gets its backlog at this pace). Applies to `fifo` too.
+   * rate + rate/50 (a recovering endpoint gets its backlog at this pace). Applies to `fifo` too.
    * Leaving it out (or `null`): no pacing.
    * @default null
    */

@@ -278,6 +278,11 @@ export class DeliveryTables {
     }
   }
 
+  /** Whether the project has a delivery in `statuses` (one key read per status). */
+  hasAnyIn(projectId: string, statuses: readonly DeliveryStatus[]): boolean {
+    return this.lastIdIn(projectId, statuses) !== '';
+  }
+
   /** The greatest id of the project's deliveries in `statuses`, or '' when it has none. */
   lastIdIn(projectId: string, statuses: readonly DeliveryStatus[]): string {
     let last = '';

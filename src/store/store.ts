@@ -304,11 +304,6 @@ export class HooklineStore {
     await this.replicator?.deliverySteps(projectId, deliveryId, changes);
   }
 
-  /** Visits every delivery of the project in one of `statuses`, in ascending id order (`DeliveryTables.forEachById`). */
-  forEachScheduleById(projectId: string, statuses: readonly DeliveryStatus[], visit: (id: string, status: DeliveryStatus, schedule: DeliverySchedule) => void): void {
-    this.deliveryTables.forEachById(projectId, statuses, '', visit);
-  }
-
   /** Removes due index entries a window refill found stale (their deliveries moved on); nobody waits for it. */
   async removeStaleDue(stale: readonly DueKey[]): Promise<void> {
     if (stale.length === 0) return;

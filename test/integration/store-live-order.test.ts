@@ -6,8 +6,9 @@ import { HooklineStore } from '../../src/store/store.js';
 import { testDataDir } from '../helpers/temp-dir.js';
 
 /**
- * A restart takes each project's live deliveries in ascending id order across their statuses
- * (`forEachScheduleById`), the order the live index holds cheapest (src/actors/live-index.ts).
+ * A window refill reads a project's waiting deliveries in ascending id order across their statuses
+ * (`DeliveryTables.forEachById`), the order ordered delivery needs and the live index holds cheapest
+ * (src/actors/live-index.ts).
  */
 
 const STATUSES: DeliveryStatus[] = ['pending', 'delivering', 'retrying', 'succeeded', 'dead_lettered'];
@@ -25,7 +26,7 @@ function records(n: number, status: DeliveryStatus, at: number): { event: EventR
   return { event, delivery };
 }
 
-describe('HooklineStore.forEachScheduleById', () => {
+describe('DeliveryTables.forEachById', () => {
   it('gives every live delivery of the project once, with its status and due time, in ascending id order (seeded)', async () => {
     const store = new HooklineStore({ path: testDataDir() });
     try {
@@ -38,7 +39,7 @@ describe('HooklineStore.forEachScheduleById', () => {
           const order = statuses.map((status, n) => ({ status, n })).sort((a, b) => ((a.n * 7919) % 41) - ((b.n * 7919) % 41));
           await Promise.all(order.map(({ status, n }) => { const { event, delivery } = records(n, status, at); return store.writeIngest(projectId, event, delivery); }));
           const got: Array<{ id: string; status: DeliveryStatus; schedule: DeliverySchedule }> = [];
-          store.forEachScheduleById(projectId, LIVE, (id, status, schedule) => got.push({ id, status, schedule }));
+          store.deliveryTables.forEachById(projectId, LIVE, '', (id, status, schedule) => void got.push({ id, status, schedule }));
           const expected = statuses.map((status, n) => ({ status, n })).filter(({ status }) => LIVE.includes(status));
           expect(got.map(({ id, status }) => ({ id, status }))).toEqual(expected.map(({ status, n }) => ({ id: `dlv_${n.toString().padStart(8, '0')}`, status })));
           for (const { id, schedule, status } of got) expect(schedule[0]).toBe(status === 'delivering' ? null : at + Number(id.slice(4)));
