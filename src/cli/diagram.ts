@@ -19,7 +19,7 @@ Options:
                 drawing laid out by Hookline itself, no Graphviz needed)
   --output FILE write to FILE instead of standard output
 
-The README's diagrams are this command's Mermaid output; \`npm run diagrams\` refreshes them.`;
+The diagrams in docs/internals.md are this command's Mermaid output; \`npm run diagrams\` refreshes them.`;
 
 const FLAGS = {
   machine: { type: 'string' },

@@ -16,8 +16,9 @@ const startMarker = (machine: DiagramMachine) => `<!-- diagram:${machine} (gener
 const endMarker = (machine: DiagramMachine) => `<!-- /diagram:${machine} -->`;
 
 /**
- * The README with each machine's Mermaid block, between its two marker comments, replaced by a
- * fresh rendering. `npm run diagrams` writes the result; a test checks that the README already is it.
+ * A Markdown page (docs/internals.md, "State diagrams") with each machine's Mermaid block, between its
+ * two marker comments, replaced by a fresh rendering. `npm run diagrams` writes the result; a test
+ * checks that the page already is it.
  * @throws {Error} when a machine's markers are missing or out of order.
  */
 export function updateReadmeDiagrams(readme: string): string {
@@ -26,7 +27,7 @@ export function updateReadmeDiagrams(readme: string): string {
     const start = text.indexOf(startMarker(machine));
     const end = text.indexOf(endMarker(machine));
     if (start < 0 || end < start) {
-      throw new Error(`README: the markers of the ${machine} diagram are missing; put these two lines where it goes:\n${startMarker(machine)}\n${endMarker(machine)}`);
+      throw new Error(`docs/internals.md: the markers of the ${machine} diagram are missing; put these two lines where it goes:\n${startMarker(machine)}\n${endMarker(machine)}`);
     }
     const block = `${startMarker(machine)}\n\n\`\`\`mermaid\n${renderMermaid(machineGraph(machine))}\`\`\`\n\n`;
     text = text.slice(0, start) + block + text.slice(end);

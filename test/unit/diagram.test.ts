@@ -9,7 +9,7 @@ import { deliveryMachine, webhookConfigMachine } from '../../src/machines/index.
 /**
  * The diagrams against the machines themselves: every state and transition the XState definition
  * declares (read from its config here, not from the compiled table the renderers use) must be in
- * each rendering, and nothing else; the README's copies must equal fresh renderings.
+ * each rendering, and nothing else; the copies in docs/internals.md must equal fresh renderings.
  */
 
 interface ConfigEdge {
@@ -94,8 +94,8 @@ describe.each(DIAGRAM_MACHINES)('the %s diagram', (machine) => {
   });
 });
 
-describe('README diagrams', () => {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+describe('the diagrams in docs/internals.md', () => {
+  const readme = readFileSync(new URL('../../docs/internals.md', import.meta.url), 'utf8');
 
   it('are fresh renderings of the machines (run `npm run diagrams` after changing a machine)', () => {
     expect(readme).toBe(updateReadmeDiagrams(readme));

@@ -3,10 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { ERROR_CODES, HooklineError, isHooklineError } from '../../src/errors.js';
 
 describe('error codes', () => {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const apiPage = readFileSync(new URL('../../docs/api.md', import.meta.url), 'utf8');
 
-  it.each(Object.entries(ERROR_CODES))('%s is documented in the README and says what to do', (_code, entry) => {
-    expect(readme).toContain(`\`${entry.apiCode}\``);
+  it.each(Object.entries(ERROR_CODES))('%s is documented in docs/api.md and says what to do', (_code, entry) => {
+    expect(apiPage).toContain(`\`${entry.apiCode}\``);
     expect(entry.doc.length).toBeGreaterThan(10);
     expect(entry.apiCode).toMatch(/^[a-z]+(_[a-z]+)*$/);
   });
