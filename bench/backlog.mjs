@@ -11,7 +11,8 @@
 //      204 receiver (bench/engine/receiver.mjs). Measured: spawn -> /readyz 200; RssAnon at rest after the
 //      start and again after B's phases once the node has been idle BENCH_SETTLE s; B's batch ingest
 //      (events/s, and the serve process's CPU per event until B's receiver has them all, from /proc)
-//      against the same on a fresh node without a backlog, run next; B's ingest->receipt latency at
+//      against the same on a fresh node without a backlog, which runs beside it (BENCH_ROUNDS rounds, the
+//      two taking turns); B's ingest->receipt latency at
 //      BENCH_LATENCY_RATE/s for BENCH_LATENCY_SECONDS (also on the fresh node, for reference).
 //   2. recovery: a fresh node whose project holds BENCH_RECOVERY deliveries in `retrying` to an endpoint
 //      that was down, all due BENCH_RECOVERY_DUE s after the fill; the endpoint (a 204 receiver) is up.
@@ -24,7 +25,8 @@
 //      /readyz, given per minute (before the circuit breaker, every delivery was tried once; now the
 //      attempts in flight when it opens, then a probe at most every HOOKLINE_CIRCUIT_PROBE_INTERVAL).
 //   4. busy (fairness): BENCH_BUSY deliveries of project A, all due at the start to a 503 receiver,
-//      while project B's batch ingest and its ingest->receipt latency are measured on the same node.
+//      while project B's ingest->receipt latency, then its batch ingest, are measured on the same node
+//      (A's count of attempts failed unsent, read before and after each, shows A's drain went on).
 //
 //   npm run build && npm run bench:backlog
 //
@@ -35,6 +37,9 @@
 //                                 delivery is over 30 min from due (as restart.mjs does; kept at the end).
 //                                 Each run adds its project B to it
 //   BENCH_INGEST_N [50000]        events of B's batch-ingest run, 100 per request, 8 requests in flight
+//   BENCH_ROUNDS [3]              B's batch-ingest rounds on the backlog node and the fresh node, which
+//                                 run side by side and take turns (the order swapped each round); the
+//                                 ratio is the median of the rounds' ratios
 //   BENCH_LATENCY_RATE [500], BENCH_LATENCY_SECONDS [20]   B's latency run (one event per POST, ~1 KB)
 //   BENCH_SETTLE [5]              idle seconds before each RssAnon reading
 //   BENCH_RECOVERY [20000], BENCH_RECOVERY_DUE [10]   phase 2's deliveries, and seconds from the fill to
@@ -42,6 +47,7 @@
 //   BENCH_DEAD [5000], BENCH_DEAD_SECONDS [60]        phase 3's deliveries and its window
 //   BENCH_BUSY [200000]           phase 4's deliveries, due at the start to a 503 receiver
 //   BENCH_SKIP                    comma list of phases to leave out: backlog, fresh, recovery, dead, busy
+//   BENCH_PROFILE_DIR             run every serve process with --cpu-prof, profiles into that dir
 //   BENCH_KEEP=1                  keep temp dirs and logs (they are removed otherwise)
 //   BENCH_STRICT=1                exit 2 when a target is missed (default: exit 0 once it ran)
 // A build from before waiting deliveries moved to disk held every one in memory and refused B's events
@@ -72,6 +78,7 @@ const RECOVERY_RATE = 500;
 const DEAD = num('BENCH_DEAD', 5000);
 const DEAD_SECONDS = num('BENCH_DEAD_SECONDS', 60);
 const BUSY = num('BENCH_BUSY', 200_000);
+const ROUNDS = num('BENCH_ROUNDS', 3);
 const SKIP = new Set((env.BENCH_SKIP ?? '').split(',').map((s) => s.trim()).filter(Boolean));
 const KEEP = env.BENCH_KEEP === '1';
 const API_KEY = 'hk_bench_backlog';
@@ -126,7 +133,8 @@ async function startNode(dir, dataDir, { timeoutMs = 900_000 } = {}) {
   const url = `http://127.0.0.1:${port}`;
   const logFile = path.join(dir, `hookline-${port}.log`);
   const spawnAt = nowMs();
-  const cp = spawnChild([SERVE_JS, 'serve'], { ...serveEnv({ dataDir, port, apiKey: API_KEY }), HOOKLINE_ADMIN_KEY: ADMIN_KEY, HOOKLINE_RATE_LIMIT: '0' }, logFile);
+  const profile = env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(env.BENCH_PROFILE_DIR)}`] : [];
+  const cp = spawnChild([...profile, SERVE_JS, 'serve'], { ...serveEnv({ dataDir, port, apiKey: API_KEY }), HOOKLINE_ADMIN_KEY: ADMIN_KEY, HOOKLINE_RATE_LIMIT: '0' }, logFile);
   let peakAnonMb = 0;
   await waitFor('hookline /readyz', async () => {
     peakAnonMb = Math.max(peakAnonMb, procMemory(cp.pid).anonMb || 0);
@@ -210,13 +218,76 @@ async function latencyRun(node, receiver, apiKey) {
   return { rate: LATENCY_RATE, events: n, accepted: ingest.accepted, errors: ingest.errors, received: s.unique, p50Ms: s.p50_ms, p99Ms: s.p99_ms, maxMs: s.max_ms, achievedRate: ingest.ingest_per_s };
 }
 
-async function projectB(label, node, receiver) {
+/** A figure of A's work read before and after `run` (when `progress` is given), with the machine's load. */
+async function during(run, progress) {
+  const before = progress ? await progress() : null;
+  const result = await withMachineLoad(run);
+  if (progress) result.aProgress = { before, after: await progress() };
+  return result;
+}
+
+const aLine = (r) => (r.aProgress ? `; meanwhile A's attempts failed unsent ${fmt(r.aProgress.before)} -> ${fmt(r.aProgress.after)}` : '');
+
+async function measureIngest(label, node, receiver, apiKey, progress = null) {
+  const ingest = await during(() => ingestRun(node, receiver, apiKey), progress);
+  log(`  ${label}: B's batch ingest ${fmt(ingest.accepted)}/${fmt(INGEST_N)} accepted at ${fmt(ingest.ingestPerS)} events/s, all delivered at ${fmt(ingest.deliveredPerS)}/s, ${fmt(ingest.cpuMsPerEvent, 3)} CPU ms per event (machine ${fmt(ingest.machineBusyCores, 2)} cores busy${aLine(ingest)})`);
+  return ingest;
+}
+
+async function measureLatency(label, node, receiver, apiKey, progress = null) {
+  const latency = await during(() => latencyRun(node, receiver, apiKey), progress);
+  log(`  ${label}: B's ingest->receipt at ${LATENCY_RATE}/s for ${LATENCY_SECONDS} s: p50 ${fmt(latency.p50Ms, 1)} ms, p99 ${fmt(latency.p99Ms, 1)} ms, max ${fmt(latency.maxMs, 1)} ms (${fmt(latency.received)}/${fmt(latency.events)} received; machine ${fmt(latency.machineBusyCores, 2)} cores busy${aLine(latency)})`);
+  return latency;
+}
+
+/**
+ * Project B's batch ingest and its ingest->receipt latency on `node`; `latencyFirst` runs the latency
+ * run first (while a backlog of A's is due, both should fall within its drain). `progress`, given,
+ * reads a figure of A's work before and after each run, so that the report shows it went on meanwhile.
+ */
+async function projectB(label, node, receiver, { latencyFirst = false, progress = null } = {}) {
   const apiKey = await makeProject(node, receiver, `bench-b-${Date.now()}`);
-  const ingest = await withMachineLoad(() => ingestRun(node, receiver, apiKey));
-  log(`  ${label}: B's batch ingest ${fmt(ingest.accepted)}/${fmt(INGEST_N)} accepted at ${fmt(ingest.ingestPerS)} events/s, all delivered at ${fmt(ingest.deliveredPerS)}/s, ${fmt(ingest.cpuMsPerEvent, 3)} CPU ms per event (machine ${fmt(ingest.machineBusyCores, 2)} cores busy)`);
-  const latency = await withMachineLoad(() => latencyRun(node, receiver, apiKey));
-  log(`  ${label}: B's ingest->receipt at ${LATENCY_RATE}/s for ${LATENCY_SECONDS} s: p50 ${fmt(latency.p50Ms, 1)} ms, p99 ${fmt(latency.p99Ms, 1)} ms, max ${fmt(latency.maxMs, 1)} ms (${fmt(latency.received)}/${fmt(latency.events)} received; machine ${fmt(latency.machineBusyCores, 2)} cores busy)`);
-  return { ingest, latency };
+  if (latencyFirst) {
+    const latency = await measureLatency(label, node, receiver, apiKey, progress);
+    return { latency, ingest: await measureIngest(label, node, receiver, apiKey, progress) };
+  }
+  const ingest = await measureIngest(label, node, receiver, apiKey, progress);
+  return { ingest, latency: await measureLatency(label, node, receiver, apiKey, progress) };
+}
+
+const median = (values) => {
+  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b);
+  return sorted.length ? sorted[Math.floor((sorted.length - 1) / 2)] : NaN;
+};
+
+/**
+ * B on the backlog node against B on a fresh node, both up at once (the one not measured idles):
+ * BENCH_ROUNDS rounds of batch ingest taking turns (the order swapped each round), then one latency
+ * run each. The ratio is the median of the rounds' ratios, each taken within its round.
+ */
+async function compareWithFresh(node, receiver, fresh) {
+  const stamp = Date.now();
+  const sides = {
+    backlog: { label: 'with the backlog', node, receiver, apiKey: await makeProject(node, receiver, `bench-b-${stamp}`), rounds: [] },
+    fresh: { label: 'fresh node', node: fresh.node, receiver: fresh.receiver, apiKey: await makeProject(fresh.node, fresh.receiver, `bench-b-${stamp}`), rounds: [] },
+  };
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const name of round % 2 === 0 ? ['backlog', 'fresh'] : ['fresh', 'backlog']) {
+      const side = sides[name];
+      side.rounds.push(await measureIngest(`round ${round + 1}, ${side.label}`, side.node, side.receiver, side.apiKey));
+    }
+  }
+  const ratios = sides.backlog.rounds.map((r, i) => r.ingestPerS / sides.fresh.rounds[i].ingestPerS);
+  const cpuRatios = sides.backlog.rounds.map((r, i) => r.cpuMsPerEvent / sides.fresh.rounds[i].cpuMsPerEvent);
+  log(`  B's ingest, backlog / fresh node, by round: ${ratios.map((r) => fmt(r, 2, 'x')).join(', ')}; CPU per event ${cpuRatios.map((r) => fmt(r, 2, 'x')).join(', ')}`);
+  const typical = (rounds) => ({ ...rounds[0], ingestPerS: median(rounds.map((r) => r.ingestPerS)), cpuMsPerEvent: median(rounds.map((r) => r.cpuMsPerEvent)), deliveredPerS: median(rounds.map((r) => r.deliveredPerS)) });
+  const result = {
+    backlog: { ingest: typical(sides.backlog.rounds), ingestRounds: sides.backlog.rounds, latency: await measureLatency(sides.backlog.label, node, receiver, sides.backlog.apiKey) },
+    fresh: { ingest: typical(sides.fresh.rounds), ingestRounds: sides.fresh.rounds, latency: await measureLatency(sides.fresh.label, fresh.node, fresh.receiver, sides.fresh.apiKey) },
+    ingestRatio: median(ratios),
+    cpuRatio: median(cpuRatios),
+  };
+  return result;
 }
 
 // Phase 1: the backlog ---------------------------------------------------------------------
@@ -257,6 +328,8 @@ async function backlogPhase() {
   log(`  data dir ${fmt(result.dataMb)} MB on disk (${fmt((result.dataMb * 2 ** 20) / BACKLOG)} B per waiting delivery)`);
   const receiver = await startReceiver(dir, 204);
   const node = await startNode(dir, dataDir);
+  // The fresh node runs beside it, idle while the backlog node is measured, for B's rounds in turn.
+  let fresh = null;
   try {
     result.restartS = node.readyS;
     result.peakAnonWhileStartingMb = node.peakAnonMb;
@@ -264,19 +337,38 @@ async function backlogPhase() {
     log(`  restart: spawn -> /readyz 200 in ${fmt(node.readyS, 2)} s (RssAnon at most ${fmt(node.peakAnonMb, 1)} MB meanwhile); hookline_live_deliveries ${fmt(result.liveAtReady)}`);
     result.anonAtStartMb = await anonAtRest(node);
     log(`  RssAnon at rest after the start: ${fmt(result.anonAtStartMb, 1)} MB`);
-    Object.assign(result, await projectB('with the backlog', node, receiver));
+    if (!SKIP.has('fresh')) {
+      const freshDir = tempDir('fresh');
+      const freshReceiver = await startReceiver(freshDir, 204);
+      fresh = { receiver: freshReceiver, node: await startNode(freshDir, path.join(freshDir, 'data')) };
+    }
+    if (fresh) {
+      const compared = await compareWithFresh(node, receiver, fresh);
+      Object.assign(result, compared.backlog, { ingestRatio: compared.ingestRatio, cpuRatio: compared.cpuRatio });
+      freshMeasured = compared.fresh;
+    } else {
+      Object.assign(result, await projectB('with the backlog', node, receiver));
+    }
     result.anonAfterMb = await anonAtRest(node);
     result.memoryAfter = procMemory(node.cp.pid);
     log(`  RssAnon at rest after B's phases: ${fmt(result.anonAfterMb, 1)} MB (VmRSS ${fmt(result.memoryAfter.rssMb, 1)}, VmHWM ${fmt(result.memoryAfter.hwmMb, 1)})`);
   } finally {
     await node.stop();
     await stopChild(receiver.cp, { group: true });
+    if (fresh) {
+      await fresh.node.stop();
+      await stopChild(fresh.receiver.cp, { group: true });
+    }
     if (reused) log(`  kept ${dir}`);
   }
   return result;
 }
 
+/** Set when the backlog phase measured the fresh node beside it (in rounds taken in turn). */
+let freshMeasured = null;
+
 async function freshPhase() {
+  if (freshMeasured) return freshMeasured;
   const dir = tempDir('fresh');
   const receiver = await startReceiver(dir, 204);
   const node = await startNode(dir, path.join(dir, 'data'));
@@ -357,7 +449,8 @@ async function busyPhase() {
   const healthy = await startReceiver(dir, 204);
   const node = await nodeWithWaiting(dir, dead, BUSY, 'BUSY', Date.now());
   try {
-    return { waiting: BUSY, ...(await projectB(`with ${fmt(BUSY)} of A's due`, node, healthy)) };
+    const failedUnsent = () => node.metric('hookline_delivery_attempts_total\\{outcome="circuit_open"\\}');
+    return { waiting: BUSY, ...(await projectB(`with ${fmt(BUSY)} of A's due`, node, healthy, { latencyFirst: true, progress: failedUnsent })) };
   } finally {
     await node.stop();
     await stopChild(dead.cp, { group: true });
@@ -383,14 +476,15 @@ async function timed(name, results, phase) {
 
 function report(results) {
   const { backlog: b, fresh: f, recovery: r, dead: d, busy: u } = results;
-  const ratio = b?.ingest && f?.ingest ? b.ingest.ingestPerS / f.ingest.ingestPerS : NaN;
-  const cpuRatio = b?.ingest && f?.ingest ? b.ingest.cpuMsPerEvent / f.ingest.cpuMsPerEvent : NaN;
+  // Measured in rounds taken in turn: the median of the rounds' ratios; else one run each.
+  const ratio = b?.ingestRatio ?? (b?.ingest && f?.ingest ? b.ingest.ingestPerS / f.ingest.ingestPerS : NaN);
+  const cpuRatio = b?.cpuRatio ?? (b?.ingest && f?.ingest ? b.ingest.cpuMsPerEvent / f.ingest.cpuMsPerEvent : NaN);
   const judge = (value, test) => (Number.isFinite(value) ? (test(value) ? 'met' : 'MISSED') : 'n/a');
   const rows = [
     [`restart with ${fmt(BACKLOG)} waiting: spawn -> /readyz 200`, `<= ${TARGETS.restartS} s`, `${fmt(b?.restartS, 2, ' s')}`, judge(b?.restartS, (v) => v <= TARGETS.restartS)],
     ['RssAnon at rest after the start', `<= ${TARGETS.anonMb} MB`, `${fmt(b?.anonAtStartMb, 1, ' MB')}`, judge(b?.anonAtStartMb, (v) => v <= TARGETS.anonMb)],
     ["RssAnon at rest after B's phases", `<= ${TARGETS.anonMb} MB`, `${fmt(b?.anonAfterMb, 1, ' MB')}`, judge(b?.anonAfterMb, (v) => v <= TARGETS.anonMb)],
-    ["B's batch ingest with the backlog / on a fresh node", `>= ${TARGETS.ingestRatio}x`, `${fmt(ratio, 2, 'x')} (${fmt(b?.ingest?.ingestPerS)} / ${fmt(f?.ingest?.ingestPerS)} events/s${b?.ingest?.errors ? `; with the backlog the node answered ${JSON.stringify(b.ingest.statuses)}` : ''})`, judge(ratio, (v) => v >= TARGETS.ingestRatio)],
+    [`B's batch ingest with the backlog / on a fresh node${b?.ingestRounds ? ` (median of ${b.ingestRounds.length} rounds' ratios)` : ''}`, `>= ${TARGETS.ingestRatio}x`, `${fmt(ratio, 2, 'x')} (medians ${fmt(b?.ingest?.ingestPerS)} / ${fmt(f?.ingest?.ingestPerS)} events/s${b?.ingest?.errors ? `; with the backlog the node answered ${JSON.stringify(b.ingest.statuses)}` : ''})`, judge(ratio, (v) => v >= TARGETS.ingestRatio)],
     ["B's CPU per event with the backlog / on a fresh node", 'reported', `${fmt(cpuRatio, 2, 'x')} (${fmt(b?.ingest?.cpuMsPerEvent, 3)} / ${fmt(f?.ingest?.cpuMsPerEvent, 3, ' ms')})`, '-'],
     [`B's p99 ingest->receipt at ${LATENCY_RATE}/s with the backlog (p50, max)`, `<= ${TARGETS.p99Ms} ms`, `${fmt(b?.latency?.p99Ms, 1, ' ms')} (${fmt(b?.latency?.p50Ms, 1)}, ${fmt(b?.latency?.maxMs, 1)}${b?.latency?.errors ? `; ${fmt(b.latency.errors)} of ${fmt(b.latency.events)} refused` : ''})`, b?.latency && !b.latency.accepted ? 'MISSED' : judge(b?.latency?.p99Ms, (v) => v <= TARGETS.p99Ms)],
     [`the same on the fresh node (p50, max)`, 'reported', `${fmt(f?.latency?.p99Ms, 1, ' ms')} (${fmt(f?.latency?.p50Ms, 1)}, ${fmt(f?.latency?.maxMs, 1)})`, '-'],
@@ -416,7 +510,7 @@ await timed('recovery', results, recoveryPhase);
 await timed('dead', results, deadPhase);
 await timed('busy', results, busyPhase);
 const summary = report(results);
-const settings = { BENCH_BACKLOG: BACKLOG, BENCH_INGEST_N: INGEST_N, BENCH_LATENCY_RATE: LATENCY_RATE, BENCH_LATENCY_SECONDS: LATENCY_SECONDS, BENCH_SETTLE: SETTLE_S, BENCH_RECOVERY: RECOVERY, BENCH_RECOVERY_DUE: RECOVERY_DUE_S, BENCH_DEAD: DEAD, BENCH_DEAD_SECONDS: DEAD_SECONDS, BENCH_BUSY: BUSY };
+const settings = { BENCH_ROUNDS: ROUNDS, BENCH_BACKLOG: BACKLOG, BENCH_INGEST_N: INGEST_N, BENCH_LATENCY_RATE: LATENCY_RATE, BENCH_LATENCY_SECONDS: LATENCY_SECONDS, BENCH_SETTLE: SETTLE_S, BENCH_RECOVERY: RECOVERY, BENCH_RECOVERY_DUE: RECOVERY_DUE_S, BENCH_DEAD: DEAD, BENCH_DEAD_SECONDS: DEAD_SECONDS, BENCH_BUSY: BUSY };
 mkdirSync(path.join(here, 'results'), { recursive: true });
 writeFileSync(path.join(here, 'results', 'backlog.json'), `${JSON.stringify({ startedAt, node: process.version, cpus: os.cpus().length, settings, targets: TARGETS, summary, results }, null, 2)}\n`);
 const missed = summary.some((row) => row.verdict === 'MISSED') || Object.values(results).some((phase) => phase.error);

@@ -7,6 +7,7 @@ import type { EngineMetrics } from './engine-metrics.js';
 import type { IngestsInFlight } from './ingests-in-flight.js';
 import type { OperationalNotify } from './operational-events.js';
 import type { Webhook } from './webhook-settings.js';
+import type { WorkTurns } from './work-turns.js';
 
 /** What a project's actor and its delivery lifecycle are given: their side effects and settings. */
 
@@ -36,6 +37,8 @@ export interface ProjectActorDeps {
   circuitFailures: number;
   /** Wait after an opening or a failed probe before the next probe. */
   circuitProbeIntervalMs: number;
+  /** Shared by every actor of the engine: deferred delivery work, in turns taken round-robin (work-turns.ts). */
+  turns: WorkTurns;
   /** Shared by every actor of the engine: ingests of event ids not yet stored and replicated. */
   ingestsInFlight: IngestsInFlight;
   /**

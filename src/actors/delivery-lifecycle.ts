@@ -38,7 +38,10 @@ import { ReadyLine } from './ready-line.js';
 /** The statuses of a delivery not yet final: it waits, held in memory or on disk. */
 export const WAITING_STATUSES = ['pending', 'delivering', 'retrying'] as const;
 
-/** Attempts one `pump` starts (or fails unsent) before it lets the event loop serve others. */
+/**
+ * Attempts one `pump` starts (or fails unsent) before it lets the event loop serve others; in a
+ * deferred turn (work-turns.ts) it also stops when the turn's time slice is spent.
+ */
 const PUMP_TURN = 256;
 
 const HTTP_GONE = 410;
@@ -75,12 +78,12 @@ export class DeliveryLifecycle {
     private readonly deps: ProjectActorDeps,
     private readonly config: WebhookHolder,
   ) {
-    this.writer = new DeliveryWriter(projectId, deps.store, deps.clock, (delivery) => this.written(delivery));
+    this.writer = new DeliveryWriter(projectId, deps.store, deps.clock, (delivery) => this.written(delivery), deps.turns);
     this.line = new ReadyLine(this.live, config.webhook()?.ordering ?? 'unordered', () => this.pump());
     // Out of time (steps still failing to commit): stop writing before the store closes.
     this.drainer = new LifecycleDrain(this.attempting, () => this.writer.abandon());
     this.effects = new DeliveryEffects(projectId, deps, config, (write) => this.inBackground(write));
-    this.window = new DeliveryWindow(projectId, deps.store, deps.clock, deps.deliveryWindow, this.live, this.line, {
+    this.window = new DeliveryWindow(projectId, deps.store, deps.clock, deps.turns, deps.deliveryWindow, this.live, this.line, {
       load: (entry) => this.loadFromDisk(entry),
       onError: (error) => deps.logger.error({ err: error, projectId }, 'could not remove stale due index entries; they are skipped when read'),
     });
@@ -175,7 +178,8 @@ export class DeliveryLifecycle {
     const delivery = this.live.get(deliveryId);
     if (!delivery || delivery.nextAttemptAt !== dueAt || delivery.queued) return;
     if (delivery.status !== 'pending' && delivery.status !== 'retrying') return;
-    this.enqueue(delivery);
+    // Deferred to a turn (work-turns.ts): a timer may find thousands due at once, of one project.
+    if (this.line.add(delivery)) this.pumpNextTurn();
   }
 
   private scheduleOrQueue(delivery: LiveDelivery): void {
@@ -208,8 +212,9 @@ export class DeliveryLifecycle {
     let started = 0;
     while (this.line.length > 0 && this.pacer.mayStart(this.attempting.size)) {
       // A turn's worth started (attempts failed unsent under an open circuit take no slot, so a
-      // window of them would otherwise run in one go): the rest after other projects' turns.
-      if (started++ === PUMP_TURN) return this.pumpNextTurn();
+      // window of them would otherwise run in one go), or the deferred turn's slice is spent, also
+      // before the first (a refill's loads each call this): the rest after other projects' turns.
+      if (started++ === PUMP_TURN || this.deps.turns.spent()) return this.pumpNextTurn();
       const delivery = this.line.shift()!;
       // One that left memory while due (over the window) is skipped: the window reads it back.
       if ((delivery.status !== 'pending' && delivery.status !== 'retrying') || this.live.get(delivery.id) !== delivery) continue;
@@ -218,11 +223,11 @@ export class DeliveryLifecycle {
     }
   }
 
-  /** Pumps again in a later turn of the event loop, once however often asked. */
+  /** Pumps again in a later turn of the node's deferred work, once however often asked. */
   private pumpNextTurn(): void {
     if (this.pumpQueued) return;
     this.pumpQueued = true;
-    setImmediate(() => {
+    this.deps.turns.request(() => {
       this.pumpQueued = false;
       this.pump();
     });

@@ -2,6 +2,7 @@ import type { DeliveryStatus } from '../machines/index.js';
 import type { DuePosition, WaitingEntry } from '../store/delivery-tables.js';
 import type { HooklineStore } from '../store/store.js';
 import type { Clock } from './clock.js';
+import type { WorkTurns } from './work-turns.js';
 
 /**
  * Which of a lifecycle's waiting deliveries (pending, delivering, retrying) are held in memory: a
@@ -55,6 +56,8 @@ export class DeliveryWindow {
     private readonly projectId: string,
     private readonly store: HooklineStore,
     private readonly clock: Clock,
+    /** The node's deferred work, where refills take their turns. */
+    private readonly turns: WorkTurns,
     /** Deliveries held at most, before the lifecycle evicts and the window stops loading. */
     readonly size: number,
     /** The lifecycle's deliveries held in memory (waiting, and final ones whose last step is being written). */
@@ -118,12 +121,13 @@ export class DeliveryWindow {
 
   /**
    * Refills soon (once for several requests in one turn), when something waits on disk and there
-   * is room: in a later turn of the event loop, after the I/O waiting now (other projects' requests).
+   * is room: in a turn of the node's deferred work (work-turns.ts), after the I/O waiting now and in
+   * turn with other projects.
    */
   requestRefill(): void {
     if (this.refillQueued || this.stopped || !this.hasUnheld) return;
     this.refillQueued = true;
-    setImmediate(() => {
+    this.turns.request(() => {
       this.refillQueued = false;
       this.refill();
     });

@@ -44,6 +44,8 @@ export class DeliveryWriter {
     private readonly clock: Clock,
     /** Called when a writer has nothing left to write (the delivery may leave memory then). */
     private readonly onWritten: (delivery: LiveDelivery) => void,
+    /** Told of each commit issued and settled: deferred work waits while the disk is behind (work-turns.ts). */
+    private readonly commits: { commitIssued(): void; commitSettled(): void },
   ) {}
 
   /** Starts the delivery's writer unless one runs; the promise settles when it stops. */
@@ -110,9 +112,11 @@ export class DeliveryWriter {
         // step while it waits, not while its commit runs, and again once it is stored).
         const steps = delivery.unwritten.slice(0, this.writable(delivery));
         const changes = steps.map((step) => step.change);
+        this.commits.commitIssued();
         try {
           await this.store.applyDeliveryChanges(this.projectId, identityOf(this.store, this.projectId, delivery), delivery.storedStatus, changes, again, delivery.storedDueAt);
         } catch (error) {
+          this.commits.commitSettled();
           for (const step of steps) step.waiter?.reject(error);
           for (const step of steps) step.waiter = null;
           again = true;
@@ -120,6 +124,7 @@ export class DeliveryWriter {
           await this.waitToWriteAgain();
           continue;
         }
+        this.commits.commitSettled();
         this.retryDelayMs = 0;
         again = false;
         delivery.unwritten.splice(0, steps.length);

@@ -20,6 +20,7 @@ import { systemClock } from './clock.js';
 import { DeliveryScheduler } from './delivery-scheduler.js';
 import { EngineMetrics } from './engine-metrics.js';
 import { IngestsInFlight } from './ingests-in-flight.js';
+import { WorkTurns } from './work-turns.js';
 import type { DeliverySender } from './project-actor.js';
 import { ProjectActor } from './project-actor.js';
 import { WAITING_STATUSES } from './delivery-lifecycle.js';
@@ -78,6 +79,8 @@ export class Engine implements BatchEventSink {
   /** Deliveries held in memory by every actor (a gauge); the rest of the waiting ones are on disk. */
   private readonly heldDeliveries = { count: 0 };
   private readonly ingestsInFlight = new IngestsInFlight();
+  /** Deferred delivery work of every actor, taken in turns (work-turns.ts). */
+  private readonly turns: WorkTurns;
   private readonly ownership: EngineOptions['ownership'];
   private readonly transports: InboundTransport[];
   private pruneTimer: NodeJS.Timeout | null = null;
@@ -91,6 +94,7 @@ export class Engine implements BatchEventSink {
     this.store = new HooklineStore({ path: settings.dataDir, maxDataBytes: settings.maxDataBytes, ...(options.mapSize ? { mapSize: options.mapSize } : {}) });
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? silentLogger;
+    this.turns = new WorkTurns((error) => this.logger.error({ err: error }, 'deferred delivery work failed'));
     this.sender =
       options.sender ??
       new HttpSender({
@@ -157,6 +161,7 @@ export class Engine implements BatchEventSink {
         circuitFailures: this.settings.circuitFailures,
         circuitProbeIntervalMs: this.settings.circuitProbeIntervalMs,
         ingestsInFlight: this.ingestsInFlight,
+        turns: this.turns,
         retentionCutoffId: () => this.retentionCutoffId(),
         nodeStopping: () => this.stopping !== null,
         ...(this.ownership ? { mayAct: () => this.owns(projectId) } : {}),
