@@ -48,10 +48,9 @@ export function putRestoredRecord(tables: RestoreTables, projectId: string, rest
   } else {
     const previous = tables.deliveries.get([projectId, restored.record.id]);
     if (previous && previous.transitionCount > restored.record.transitions.length) return false;
-    if (previous) {
-      tables.deliveryTables.byStatus.remove([projectId, previous.status, previous.id]);
-      tables.deliveryTables.removeDue(projectId, previous.status, previous.nextAttemptAt, previous.id);
-    }
+    // Removed whole, log entries too: the record's logs may be shorter than those the previous
+    // version's steps left, and a read assembles whatever lies under the delivery's id.
+    if (previous) tables.deliveryTables.remove(projectId, previous);
     tables.deliveryTables.putWholeRecord(projectId, restored.record);
   }
   return undefined;
