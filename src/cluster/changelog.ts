@@ -120,6 +120,12 @@ const READ_BYTES_PER_PULL = 8 * 1024 * 1024;
  */
 const RECORDS_PER_TURN = 5_000;
 
+/**
+ * Chunks a restore into LMDB has handed on and not seen committed: bounded, so that a slow disk
+ * holds back the read rather than let the partition pile up in memory.
+ */
+const CHUNKS_APPLYING = 4;
+
 /** Room left in a message for its headers, below the server's max_payload. */
 const HEADER_ROOM_BYTES = 4096;
 
@@ -317,20 +323,22 @@ export class PartitionChangelog {
    * `restore` without holding the partition in memory: hands `apply` the partition's entries as
    * appended (records and delivery steps), in chunks of about RECORDS_PER_TURN, in the order they
    * lie over each other (the snapshot, then the batches after it); `apply` keeps the latest version
-   * of each (the store's `ChangelogRestore`). One chunk is applied while the next is read. Resolves
+   * of each (the store's `ChangelogRestore`). Up to CHUNKS_APPLYING chunks are applied while the next is read. Resolves
    * with the entries' count once every chunk is applied.
    */
   async restoreInto(partition: number, apply: (entries: ChangelogRecord[]) => Promise<void>): Promise<number> {
     this.forget(partition);
     let chunk: ChangelogRecord[] = [];
     let count = 0;
-    let applying: Promise<void> = Promise.resolve();
+    const applying: Array<Promise<void>> = [];
     const handOn = async (): Promise<void> => {
-      await applying;
+      // A few chunks queued at once share one LMDB commit (and its fsync) when the disk is slow.
+      while (applying.length >= CHUNKS_APPLYING) await applying.shift();
       if (chunk.length === 0) return;
-      applying = apply(chunk);
-      // Awaited at the next hand-on or at the end; not an unhandled rejection meanwhile.
-      applying.catch(() => {});
+      const applied = apply(chunk);
+      // Awaited in turn or at the end; not an unhandled rejection meanwhile.
+      applied.catch(() => {});
+      applying.push(applied);
       chunk = [];
     };
     const state = await this.walk(partition, Number.POSITIVE_INFINITY, (change) => {
@@ -338,7 +346,7 @@ export class PartitionChangelog {
       count++;
     }, handOn);
     await handOn();
-    await applying;
+    for (const applied of applying) await applied;
     this.restored(partition, state);
     return count;
   }
