@@ -95,7 +95,7 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
 
   app.setErrorHandler((error, request, reply) => {
     // An unknown route reads its body before the not-found handler runs: whatever the body, no such route.
-    const hooklineError = request.is404 ? noRouteError(request) : answerError(toHooklineError(error), request);
+    const hooklineError = request.is404 ? noRouteError(request) : answerError(toHooklineError(error, request), request);
     const retryAfterSeconds = hooklineError.retryAfterSeconds ?? (hooklineError.status === 503 ? DEFAULT_RETRY_AFTER_SECONDS : undefined);
     if (retryAfterSeconds !== undefined) reply.header('retry-after', String(retryAfterSeconds));
     closeIfBodyUnread(request, reply);

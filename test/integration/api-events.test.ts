@@ -124,6 +124,18 @@ describe('POST /v1/events', () => {
     expectError(form, 415, 'unsupported_media_type');
   });
 
+  it('415 names what to send: content-type: application/json, and what came instead', async () => {
+    const hookline = await startTestHookline();
+    // A byte body: fetch then sends no content-type at all, as a hand-rolled client might.
+    const bare = await fetch(`${hookline.url}/v1/events`, { method: 'POST', headers: { authorization: 'Bearer test-key' }, body: new TextEncoder().encode(JSON.stringify(event)) });
+    const bareBody = await bare.json();
+    expect(bare.status).toBe(415);
+    expect(bareBody.error).toMatchObject({ code: 'unsupported_media_type', message: 'send the body as JSON with content-type: application/json (the request had no content-type)' });
+    const text = await hookline.api('POST', '/v1/events', { body: JSON.stringify(event), headers: { 'content-type': 'text/plain' } });
+    expectError(text, 415, 'unsupported_media_type');
+    expect(text.body.error.message).toBe('send the body as JSON with content-type: application/json (got content-type: text/plain)');
+  });
+
   it('the default body limit is 262,144 bytes', async () => {
     const hookline = await startTestHookline();
     const envelopeOverhead = JSON.stringify({ type: 'service.trigger.event', data: { pad: '' } }).length;
