@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { HooklineError } from '../errors.js';
-import { oneOf, strictShape, wholeNumberFrom } from '../input-messages.js';
+import { expected, inputProblems, oneOf, problemsLine, strictShape, wholeNumberFrom } from '../input-messages.js';
 import { filterProblems } from '../filter/rule.js';
 import type { FilterRule } from '../filter/rule.js';
 import { DELIVERY_STATUSES } from '../machines/index.js';
@@ -10,11 +10,11 @@ import { eventInputSchema, eventTypeInput } from '../transport/event-input.js';
 export function parseInput<T>(schema: z.ZodType<T>, value: unknown, where: 'body' | 'query' | 'params', at: readonly (string | number)[] = []): T {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  const details = result.error.issues.map((issue) => ({ path: [where, ...at, ...issue.path].map(String).join('.'), message: issue.message }));
-  throw new HooklineError('HOOKLINE_ERR_VALIDATION', `invalid ${where}: ${details.map((d) => `${d.path}: ${d.message}`).join('; ')}`, { details });
+  const details = inputProblems(result.error, [where, ...at]);
+  throw new HooklineError('HOOKLINE_ERR_VALIDATION', `invalid ${where}: ${problemsLine(details)}`, { details });
 }
 
-const isoDateTime = z.iso.datetime({ offset: true, local: false, error: 'must be an ISO 8601 date-time with an offset, e.g. 2026-11-21T23:03:49+00:00' });
+const isoDateTime = z.iso.datetime({ offset: true, local: false, error: expected('an ISO 8601 date-time with an offset, e.g. 2026-11-21T23:03:49+00:00') });
 const isoToMs = isoDateTime.transform((text) => Date.parse(text));
 
 const deliveryStatusInput = oneOf(DELIVERY_STATUSES, 'five delivery statuses');
@@ -80,7 +80,7 @@ const payloadFilter = z
     'Delivers only events whose envelope matches. Keys are ANDed; a key is a path (`type`, `metadata.<key>`, `data.<key>[.<key>…]`) mapped to a plain value (equality) or to operators (`$in`, `$exists`, `$gt`, `$gte`, `$lt`, `$lte` on numbers or ISO date-times, `$prefix`), or `$and`/`$or` (lists of rules) or `$not` (a rule). At most 8 levels deep and 4,096 bytes of compact JSON. An event that does not match gets `deliveryId: null`.',
   );
 
-const webhookUrl = z.url({ protocol: /^https?$/, error: 'must be an absolute http or https URL' }).max(2048);
+const webhookUrl = z.url({ protocol: /^https?$/, error: expected('an absolute http or https URL') }).max(2048, { error: expected('a URL of at most 2,048 characters') });
 const URL_CREDENTIALS = 'Credentials in it (`https://user:pass@host/path`, each part percent-encoded) are sent as `authorization: Basic …`, never in the request line.';
 
 /** The range of `rateLimitPerSecond` (attempts started per second); `maxConcurrency`'s top is the node's HOOKLINE_ENDPOINT_CONCURRENCY. */
@@ -99,7 +99,7 @@ export function configureWebhookBodyFor(endpointConcurrency: number | null) {
     {
       callbackUrl: webhookUrl.describe(`Where deliveries are POSTed. ${URL_CREDENTIALS} An \`authorization\` in \`headers\` wins over them.`),
       status: oneOf(['active', 'paused'], 'statuses a webhook can be set to'),
-      eventTypes: z.array(eventTypeInput).min(1, 'must list at least one event type'),
+      eventTypes: z.array(eventTypeInput, { error: expected('a list of event types') }).min(1, 'must list at least one event type'),
       headers: customHeaders.optional(),
       filter: payloadFilter.nullable().optional(),
       ordering: oneOf(['unordered', 'fifo'], 'orderings')
@@ -121,7 +121,7 @@ export function configureWebhookBodyFor(endpointConcurrency: number | null) {
 /** The documented `PUT /v1/webhook` body (openapi.ts). */
 export const configureWebhookBody = configureWebhookBodyFor(null);
 
-export const rotateSecretBody = strictShape({ graceSeconds: z.number().int().min(0).max(30 * 24 * 3600).optional() }, 'a rotation')
+export const rotateSecretBody = strictShape({ graceSeconds: wholeNumberFrom(0, 30 * 24 * 3600).optional() }, 'a rotation')
   .optional()
   .transform((body) => ({ graceSeconds: body?.graceSeconds ?? 86_400 }));
 
@@ -129,7 +129,7 @@ export const deliveryListQuery = strictShape(
   {
     status: deliveryStatusInput.optional(),
     eventType: eventTypeInput.optional(),
-    eventId: z.string().min(1).max(200).optional(),
+    eventId: z.string({ error: expected('an event id') }).min(1, { error: expected('an event id') }).max(200, { error: expected('an event id of at most 200 characters') }).optional(),
     since: isoToMs.optional(),
     until: isoToMs.optional(),
     limit: pageLimit,
@@ -148,14 +148,15 @@ export const eventListQuery = strictShape(
   'the event list query',
 );
 
-export const redriveBody = strictShape({ since: isoToMs.optional(), until: isoToMs.optional(), eventType: eventTypeInput.optional(), dryRun: z.boolean().optional() }, 'a redrive filter')
+export const redriveBody = strictShape({ since: isoToMs.optional(), until: isoToMs.optional(), eventType: eventTypeInput.optional(), dryRun: z.boolean({ error: expected('true or false') }).optional() }, 'a redrive filter')
   .optional()
   .transform((body) => body ?? {});
 
 export const deliveryIdParams = z.object({ id: z.string().min(1).max(200) });
 export const eventIdParams = z.object({ eventId: z.string().min(1).max(200) });
 
-export const createProjectBody = strictShape({ name: z.string().trim().min(1).max(100) }, 'a new project');
+const projectName = expected('a name of 1 to 100 characters');
+export const createProjectBody = strictShape({ name: z.string({ error: projectName }).trim().min(1, { error: projectName }).max(100, { error: projectName }) }, 'a new project');
 
 export const rejectedEventsQuery = strictShape(
   {

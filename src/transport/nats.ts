@@ -4,6 +4,7 @@ import { nanos } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../logger.js';
 import { isHooklineError } from '../errors.js';
+import { inputProblems, problemsLine } from '../input-messages.js';
 import type { HooklineError } from '../errors.js';
 import { eventInputSchema } from './event-input.js';
 import type { EventInput } from './event-input.js';
@@ -338,8 +339,8 @@ export class NatsTransport implements InboundTransport {
     }
     const parsed = eventInputSchema.safeParse(payload);
     if (!parsed.success) {
-      const details = parsed.error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message }));
-      return reject({ reason: 'validation_failed', message: details.map((d) => `${d.path}: ${d.message}`).join('; '), details });
+      const details = inputProblems(parsed.error);
+      return reject({ reason: 'validation_failed', message: problemsLine(details), details });
     }
     return { kind: 'ingest', message, projectId, eventId, input: parsed.data };
   }

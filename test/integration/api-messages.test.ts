@@ -45,13 +45,45 @@ describe('validation messages list the allowed values', () => {
   it('an unknown metadata key names the seven keys', async () => {
     const hookline = await startTestHookline();
     const answer = await hookline.api('POST', '/v1/events', { body: { type: 'service.trigger.event', data: {}, metadata: { tenant_id: 't', tenantId: 't' } } });
-    expect(detailMessages(answer)['body.metadata']).toBe(`unknown key "tenantId": metadata may hold only ${METADATA_KEYS}`);
+    expect(detailMessages(answer)['body.metadata']).toBe(`unknown key "tenantId" (did you mean "tenant_id"?): metadata may hold only ${METADATA_KEYS}`);
   });
 
   it('an unknown body field names the fields there are', async () => {
     const hookline = await startTestHookline();
     const answer = await hookline.api('POST', '/v1/events', { body: { type: 'service.trigger.event', data: {}, payload: {} } });
     expect(detailMessages(answer)['body']).toBe('unknown key "payload": an event may hold only id, type, data, metadata, timestamp');
+  });
+
+  it('a missing or wrong field reads alike on every field: "required, <what>" or "must be <what>; got <value>"', async () => {
+    const hookline = await startTestHookline();
+    const event = await hookline.api('POST', '/v1/events', { body: { type: 'service.trigger.event' } });
+    expect(event.body.error.message).toBe('invalid body: body.data: required, an object');
+    const wrong = detailMessages(await hookline.api('POST', '/v1/events', { body: { id: 7, data: [], timestamp: 'today' } }));
+    expect(wrong).toEqual({
+      'body.id': 'must be "evt_" followed by 1-100 of A-Z a-z 0-9 _ -; got 7',
+      'body.type': `required, one of the three reserved event types: ${TYPES}`,
+      'body.data': 'must be an object; got []',
+      'body.timestamp': 'must be an ISO 8601 date-time with an offset, e.g. 2026-11-21T23:03:49+00:00; got "today"',
+    });
+    const webhook = detailMessages(await hookline.api('PUT', '/v1/webhook', { body: {} }));
+    expect(webhook).toEqual({
+      'body.callbackUrl': 'required, an absolute http or https URL',
+      'body.status': 'required, one of the statuses a webhook can be set to: active, paused',
+      'body.eventTypes': 'required, a list of event types',
+    });
+    const notUrl = detailMessages(await hookline.api('PUT', '/v1/webhook', { body: { callbackUrl: 'ftp://x/', status: 'active', eventTypes: ['service.trigger.event'] } }));
+    expect(notUrl['body.callbackUrl']).toBe('must be an absolute http or https URL; got "ftp://x/"');
+  });
+
+  it('a misspelt key is named as unknown, with the key it was probably meant to be', async () => {
+    const hookline = await startTestHookline();
+    const answer = await hookline.api('PUT', '/v1/webhook', { body: { callbackURL: 'http://127.0.0.1:1/', status: 'active', eventTypes: ['service.trigger.event'] } });
+    expect(detailMessages(answer)).toEqual({
+      'body.callbackUrl': 'required, an absolute http or https URL',
+      body: 'unknown key "callbackURL" (did you mean "callbackUrl"?): the webhook configuration may hold only callbackUrl, status, eventTypes, headers, filter, ordering, operationalUrl, maxConcurrency, rateLimitPerSecond',
+    });
+    const typo = await hookline.api('POST', '/v1/events', { body: { type: 'service.trigger.event', data: {}, metdata: {} } });
+    expect(detailMessages(typo)['body']).toBe('unknown key "metdata" (did you mean "metadata"?): an event may hold only id, type, data, metadata, timestamp');
   });
 
   it.each(['0', '251', '2.5', 'ten'])('limit=%s is answered with the range 1-250, on both list routes', async (limit) => {

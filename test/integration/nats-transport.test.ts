@@ -119,6 +119,18 @@ describe('NatsTransport ack / nak / term', () => {
     expect(sink.rejected).toEqual([expect.objectContaining({ reason: 'validation_failed', details: [{ path: 'id', message: 'must equal Nats-Msg-Id' }] })]);
   });
 
+  it('words a validation rejection as HTTP does, without an empty path in front of a problem with the whole body', async () => {
+    const sink = new ScriptedSink();
+    const { names } = await startTransport(sink);
+    const js = jetstream(nc);
+    await js.publish(`${names.natsSubjectPrefix}.default`, JSON.stringify({ type: 'service.trigger.event', data: {}, payload: {} }), { msgID: 'evt_extra' });
+    await js.publish(`${names.natsSubjectPrefix}.default`, JSON.stringify({ type: 'service.trigger.event' }), { msgID: 'evt_nodata' });
+    await waitForConsumerDrained(manager, names);
+    const byId = Object.fromEntries(sink.rejected.map((rejection) => [rejection.source.split('#')[1], rejection]));
+    expect(byId['1']).toMatchObject({ reason: 'validation_failed', message: 'unknown key "payload": an event may hold only id, type, data, metadata, timestamp' });
+    expect(byId['2']).toMatchObject({ reason: 'validation_failed', message: 'data: required, an object', details: [{ path: 'data', message: 'required, an object' }] });
+  });
+
   it('takes the event id from Nats-Msg-Id when the body has none', async () => {
     const sink = new ScriptedSink();
     const { names } = await startTransport(sink);

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { machineGraph, renderSvg } from '../../diagram/index.js';
+import { inputProblems, problemsLine } from '../../input-messages.js';
 import { queryDeliveries } from '../../store/delivery-query.js';
 import { presentDelivery } from '../present.js';
 import { deliveryListQuery } from '../schemas.js';
@@ -105,7 +106,7 @@ export function registerDashboardRoutes(app: FastifyInstance, { engine, cluster 
       };
       const query = deliveryListQuery.safeParse(filters);
       if (!query.success) {
-        const problems = query.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ');
+        const problems = problemsLine(inputProblems(query.error));
         return sendHtml(reply, 400, renderLogPage({ form, error: `Check the filters: ${problems}` }));
       }
       if (cluster && !cluster.ownsProject(projectId)) {
