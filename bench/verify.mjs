@@ -40,7 +40,7 @@ async function makeCases(size) {
   const id = 'msg_2mZ4pQ8rT1vW6xY9aB3cD5eF7g';
   const timestamp = Math.floor(Date.now() / 1000);
   const body = jsonBody(size.bytes);
-  const signature = await signWebhook({ id, timestamp, body, secrets: secret });
+  const signature = await signWebhook({ id, timestamp, body, secret });
   const standard = new StandardWebhook(secret);
   const svix = new SvixWebhook(secret);
   const webhookHeaders = { 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signature };

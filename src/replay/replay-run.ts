@@ -175,7 +175,7 @@ export async function replayEvents(options: ReplayOptions): Promise<ReplaySummar
     await pace();
     const webhookId = job.webhookId ?? options.newWebhookId();
     const timestamp = Math.floor(now() / 1000);
-    const signature = await signWebhook({ id: webhookId, timestamp, body, secrets: options.secrets });
+    const signature = await signWebhook({ id: webhookId, timestamp, body, secret: options.secrets });
     const headers = deliveryHeadersWithContentType(options.headers, webhookId, String(timestamp), signature);
     const answer = await options.send(headers, body);
     sent++;

@@ -14,12 +14,27 @@ export function generateSecret(): string {
 }
 
 /**
- * The HMAC key inside a `whsec_…` secret: the base64-decoded part. `null` when the secret does not
- * have the prefix or its base64 is malformed, so callers fail closed instead of signing with garbage.
+ * A secret without the whitespace at its end: the newline a secret read from a file (or pasted)
+ * keeps. Nothing else is forgiven: whitespace before or inside it still makes it malformed.
+ *
+ * The Standard Webhooks JavaScript reference (libraries/javascript, at b2fa7b8) does not trim: its
+ * base64 decoder (@stablelib/base64 2.x) never reads the last character of a text one longer than a
+ * multiple of four. So there one trailing character of any kind passes after a secret whose base64
+ * has no `=` padding, and a newline is refused after one with padding, as Hookline's 32-byte secrets
+ * have. Hookline ignores trailing whitespace alone, padded or not, and no other character.
+ */
+function withoutTrailingWhitespace(secret: string): string {
+  return secret.replace(/[ \t\r\n]+$/, '');
+}
+
+/**
+ * The HMAC key inside a `whsec_…` secret: the base64-decoded part, whitespace at the end aside.
+ * `null` when the secret does not have the prefix or its base64 is malformed, so callers fail closed
+ * instead of signing with garbage.
  */
 export function decodeSecret(secret: unknown): Uint8Array | null {
   if (typeof secret !== 'string' || !secret.startsWith(SECRET_PREFIX)) return null;
-  return decodeBase64(secret.slice(SECRET_PREFIX.length));
+  return decodeBase64(withoutTrailingWhitespace(secret.slice(SECRET_PREFIX.length)));
 }
 
 const UNPADDED_TAIL = ['', null, '==', '='] as const;
@@ -28,12 +43,13 @@ const UNPADDED_TAIL = ['', null, '==', '='] as const;
  * The HMAC key of a secret a receiver verifies with, read as the Standard Webhooks reference
  * libraries read it: the `whsec_` prefix is optional and so is the base64 padding, because their
  * users paste secrets in either form and a verifier that quietly answers `false` for one of them
- * dead-letters every delivery. Everything else stays strict: the standard alphabet only, no
- * whitespace, not empty, no impossible length.
+ * dead-letters every delivery. Whitespace at the end (a file's newline) is ignored too. Everything
+ * else stays strict: the standard alphabet only, no other whitespace, not empty, no impossible length.
  */
 export function decodeVerifierSecret(secret: unknown): Uint8Array | null {
   if (typeof secret !== 'string') return null;
-  const text = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret;
+  const trimmed = withoutTrailingWhitespace(secret);
+  const text = trimmed.startsWith(SECRET_PREFIX) ? trimmed.slice(SECRET_PREFIX.length) : trimmed;
   const tail = text.includes('=') ? '' : UNPADDED_TAIL[text.length % 4];
   return tail === null || tail === undefined ? null : decodeBase64(text + tail);
 }

@@ -41,8 +41,12 @@ export interface VerifyWebhookInput {
   signature: WebhookHeaderValue;
   /** The raw request body, exactly as received. Never re-serialised JSON. */
   body: string | Uint8Array;
-  /** The endpoint's secret: `whsec_<base64>`, or the base64 alone; padding optional. */
-  secret: string;
+  /**
+   * The endpoint's secret: `whsec_<base64>`, or the base64 alone; padding optional, whitespace at
+   * its end ignored. Or several (during a rotation you started): the delivery verifies when it was
+   * signed with any of them.
+   */
+  secret: string | readonly string[];
   /**
    * How far the timestamp may be from now, in seconds, in the past or the future.
    * @default 300
@@ -186,16 +190,21 @@ export function createWebhookVerifier(options: VerifierOptions = {}): WebhookVer
       const rawTimestamp = singleValue(input.timestamp);
       const timestamp = parseTimestamp(rawTimestamp);
       if (timestamp === null || Math.abs(timestampSkewSeconds(timestamp, now())) > tolerance) return false;
-      const key = keyFor(secret);
+      const secrets: readonly unknown[] = Array.isArray(secret) ? secret : [secret];
+      const keys = secrets.map(keyFor);
       const candidates = parseCandidates(signature);
-      if (!key || candidates.length === 0) return false;
+      // Any malformed secret fails closed: a list with a typo in it is a mistake to see, not to skip.
+      if (keys.length === 0 || keys.some((key) => key === null) || candidates.length === 0) return false;
 
       backend ??= await loadDefaultBackend();
-      const signed = backend.sign(key, id, timestampText(rawTimestamp, timestamp), body);
-      const expected = signed instanceof Uint8Array ? signed : await signed;
-      // Compare against every candidate (no early exit) so timing does not reveal which one matched.
+      const signedText = timestampText(rawTimestamp, timestamp);
       let matched = false;
-      for (const candidate of candidates) matched = backend.equal(expected, candidate) || matched;
+      for (const key of keys as Uint8Array[]) {
+        const signed = backend.sign(key, id, signedText, body);
+        const expected = signed instanceof Uint8Array ? signed : await signed;
+        // Compare against every candidate (no early exit) so timing does not reveal which one matched.
+        for (const candidate of candidates) matched = backend.equal(expected, candidate) || matched;
+      }
       return matched;
     } catch {
       return false;

@@ -98,7 +98,7 @@ export const deliveryArb: fc.Arbitrary<Delivery> = fc.record({
 export const skewMsArb = fc.integer({ min: -299_999, max: 299_999 });
 
 export function sign(setup: SigningSetup, delivery: Delivery, secrets: string | string[] = delivery.secret): Promise<string> {
-  return signWebhook({ id: delivery.id, timestamp: timestampOf(delivery), body: delivery.body.value, secrets }, setup.backend);
+  return signWebhook({ id: delivery.id, timestamp: timestampOf(delivery), body: delivery.body.value, secret: secrets }, setup.backend);
 }
 
 /** The verify input for a delivery and its header, with any field overridden. */

@@ -6,6 +6,7 @@
 import { Buffer } from 'node:buffer';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { signWebhook } from '../../src/signing/index.js';
 import type { Delivery } from './signing-helpers.js';
 import {
   SETUPS,
@@ -188,6 +189,42 @@ describe.each(SETUPS)('candidate lists — $name', (setup) => {
     for (const secrets of [[], 'not-a-secret', 'whsec_', 'whsec_***', ['whsec_AAAA', 'whsec_x']]) {
       await expect(sign(setup, delivery, secrets as string[])).rejects.toThrow(TypeError);
     }
+  });
+});
+
+describe.each(SETUPS)('the secret option — $name', (setup) => {
+  const body = { form: 'string', value: '{"type":"service.trigger.event"}' } as const;
+  const delivery: Delivery = { id: 'msg_opt', seconds: 1_700_000_000, timestampForm: 'string', body, secret: `whsec_${b64(new Uint8Array(32).fill(7))}` };
+  const at = () => delivery.seconds * 1000;
+
+  it('signWebhook and verifyWebhookSignature both take `secret`, one or several; the old `secrets` still signs', async () => {
+    const other = `whsec_${b64(new Uint8Array(32).fill(9))}`;
+    const fields = { id: delivery.id, timestamp: delivery.seconds, body: body.value };
+    const header = await signWebhook({ ...fields, secret: delivery.secret }, setup.backend);
+    expect(await signWebhook({ ...fields, secrets: delivery.secret }, setup.backend)).toBe(header);
+    expect(await signWebhook({ ...fields, secret: [other, delivery.secret] }, setup.backend)).toBe(`${await sign(setup, delivery, other)} ${header}`);
+    const verify = setup.verifier(at);
+    expect(await verify(inputFor(delivery, header, { secret: delivery.secret }))).toBe(true);
+    expect(await verify(inputFor(delivery, header, { secret: [other, delivery.secret] }))).toBe(true);
+    expect(await verify(inputFor(delivery, header, { secret: [other] }))).toBe(false);
+    // A list with a malformed secret in it, or none at all, fails closed.
+    expect(await verify(inputFor(delivery, header, { secret: [delivery.secret, 'whsec_***'] }))).toBe(false);
+    expect(await verify(inputFor(delivery, header, { secret: [] }))).toBe(false);
+    await expect(signWebhook({ ...fields } as never, setup.backend)).rejects.toThrow(/pass the endpoint's secret as `secret`/);
+  });
+
+  it('ignores whitespace at the end of a secret (a newline read from a file), and nowhere else', async () => {
+    const header = await sign(setup, delivery);
+    const verify = setup.verifier(at);
+    const unprefixed = delivery.secret.slice('whsec_'.length);
+    for (const secret of [`${delivery.secret}\n`, `${delivery.secret}\r\n`, `${delivery.secret} \t\n`, `${unprefixed}\n`, `${unprefixed.replace(/=+$/, '')}\n`]) {
+      expect(await verify(inputFor(delivery, header, { secret }))).toBe(true);
+      expect(await sign(setup, delivery, `${delivery.secret}\n`)).toBe(header);
+    }
+    for (const secret of [` ${delivery.secret}`, `${delivery.secret.slice(0, 20)} ${delivery.secret.slice(20)}`, `${delivery.secret}\nx`, `${delivery.secret}.`]) {
+      expect(await verify(inputFor(delivery, header, { secret }))).toBe(false);
+    }
+    await expect(sign(setup, delivery, 'whsec_\n')).rejects.toThrow(TypeError);
   });
 });
 
