@@ -12,7 +12,8 @@ import { partitionOf } from '../sdk/partition.js';
 import type { DeliveryRecord, ProjectRecord } from '../store/records.js';
 import type { StoreReplicator } from '../store/store.js';
 import { NatsTransport } from '../transport/nats.js';
-import { natsAccess } from '../transport/nats-access.js';
+import { maskedNatsUrl, natsAccess } from '../transport/nats-access.js';
+import { natsSchemeWarnings } from '../transport/nats-seeds.js';
 import { connectNats } from '../transport/nats-connection.js';
 import { natsStartError } from '../transport/nats-start-error.js';
 import { ensureKv, reachJetStream } from '../transport/nats-streams.js';
@@ -125,6 +126,8 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
       // noAsyncTraces: otherwise every request (each changelog append, each pull) builds two errors
       // with a stack trace in case it fails, a tenth of a node's CPU in the profile of issue 12.
       const started = Date.now();
+      const natsUrl = natsAccess(this.settings).natsUrl;
+      for (const warning of natsSchemeWarnings(natsUrl, maskedNatsUrl)) this.logger.warn({ natsUrl: maskedNatsUrl(natsUrl) }, warning);
       this.connection = await connectNats(natsAccess(this.settings), { name: `hookline-${this.nodeId}`, noAsyncTraces: true, logger: this.logger, onClosed: this.onNatsClosed });
       this.logger.info({ nodeId: this.nodeId, server: this.connection.getServer(), ms: Date.now() - started }, 'cluster: connected to NATS');
       const replicas = this.settings.natsReplicas;

@@ -32,3 +32,22 @@ function decoded(text: string): string {
     return text;
   }
 }
+
+/** The schemes a NATS seed may be written with: plain NATS, and NATS over TLS. */
+const NATS_SCHEMES: ReadonlySet<string> = new Set(['nats', 'tls']);
+
+/**
+ * A warning for each seed of HOOKLINE_NATS_URL written with another scheme (`http://`, `ws://`):
+ * nats.js drops the scheme and dials plain NATS, so such a URL connects, or fails, as if it said
+ * `nats://`, whatever was meant. `masked` prints a seed without its credentials.
+ */
+export function natsSchemeWarnings(natsUrl: string, masked: (seed: string) => string): string[] {
+  return natsUrl
+    .split(',')
+    .map((url) => url.trim())
+    .flatMap((url) => {
+      const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url)?.[1];
+      if (scheme === undefined || NATS_SCHEMES.has(scheme.toLowerCase())) return [];
+      return [`HOOKLINE_NATS_URL: ${masked(url)} has the scheme ${scheme}://, which NATS does not speak; it is dialled as nats:// (plain TCP) all the same. Write nats://host:4222, or tls://host:4222 for TLS`];
+    });
+}

@@ -9,6 +9,8 @@ import type { HooklineError } from '../errors.js';
 import { eventInputSchema } from './event-input.js';
 import type { EventInput } from './event-input.js';
 import type { NatsAccess } from './nats-access.js';
+import { maskedNatsUrl } from './nats-access.js';
+import { natsSchemeWarnings } from './nats-seeds.js';
 import { connectNats } from './nats-connection.js';
 import { natsStartError } from './nats-start-error.js';
 import { ensureConsumer, ensureStream, reachJetStream } from './nats-streams.js';
@@ -157,6 +159,7 @@ export class NatsTransport implements InboundTransport {
       // noAsyncTraces: otherwise every request (each pull) builds two errors with a stack trace, in
       // case it fails; in a cluster node's profile that was a tenth of its CPU.
       const { logger, onConnectionClosed } = this.options;
+      if (!shared) for (const warning of natsSchemeWarnings(this.access().natsUrl, maskedNatsUrl)) logger?.warn({ natsUrl: maskedNatsUrl(this.access().natsUrl) }, warning);
       connection ??= await connectNats(this.access(), { name: 'hookline', noAsyncTraces: true, ...(logger ? { logger } : {}), ...(onConnectionClosed ? { onClosed: onConnectionClosed } : {}) });
       await this.ensureStreamAndConsumer(connection);
     } catch (error) {
@@ -164,6 +167,14 @@ export class NatsTransport implements InboundTransport {
       throw natsStartError(this.access(), error);
     }
     this.connection = connection;
+    // A shared connection is a cluster partition's: the node logs its own start, not one per partition.
+    if (!shared) {
+      const servers = maskedNatsUrl(this.access().natsUrl);
+      this.options.logger?.info(
+        { servers, stream: this.stream, subjects: `${this.subjectPrefix}.>`, durable: this.durable },
+        `NATS JetStream: consuming ${this.subjectPrefix}.> from stream ${this.stream} with durable consumer ${this.durable}, servers ${servers}`,
+      );
+    }
   }
 
   private access(): NatsAccess {

@@ -131,6 +131,24 @@ describe('NatsTransport ack / nak / term', () => {
     expect(byId['2']).toMatchObject({ reason: 'validation_failed', message: 'data: required, an object', details: [{ path: 'data', message: 'required, an object' }] });
   });
 
+  it('logs at start the servers, the stream, its subjects and the durable consumer, and warns about a URL scheme NATS does not speak', async () => {
+    const lines: Array<{ level: string; object: Record<string, unknown>; message: string | undefined }> = [];
+    const keep = (level: string) => (object: object, message?: string) => void lines.push({ level, object: object as Record<string, unknown>, message });
+    const logger = { info: keep('info'), warn: keep('warn'), error: keep('error') };
+    const url = new URL(SHARED_NATS_URL);
+    const { names } = await startTransport(new ScriptedSink(), { logger, servers: `http://${url.host}` });
+    const servers = `http://${url.host}`;
+    expect(lines.filter((line) => line.level === 'warn').map((line) => line.message)).toEqual([
+      `HOOKLINE_NATS_URL: ${servers} has the scheme http://, which NATS does not speak; it is dialled as nats:// (plain TCP) all the same. Write nats://host:4222, or tls://host:4222 for TLS`,
+    ]);
+    const started = lines.find((line) => line.level === 'info' && line.message?.startsWith('NATS JetStream: consuming'));
+    expect(started).toEqual({
+      level: 'info',
+      object: { servers, stream: names.natsStream, subjects: `${names.natsSubjectPrefix}.>`, durable: names.natsDurable },
+      message: `NATS JetStream: consuming ${names.natsSubjectPrefix}.> from stream ${names.natsStream} with durable consumer ${names.natsDurable}, servers ${servers}`,
+    });
+  });
+
   it('takes the event id from Nats-Msg-Id when the body has none', async () => {
     const sink = new ScriptedSink();
     const { names } = await startTransport(sink);

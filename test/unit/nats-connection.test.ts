@@ -7,6 +7,7 @@ import { isHooklineError } from '../../src/errors.js';
 import { maskedNatsUrl, natsAuthMode } from '../../src/transport/nats-access.js';
 import type { NatsAccess } from '../../src/transport/nats-access.js';
 import { natsConnectOptions } from '../../src/transport/nats-connection.js';
+import { natsSchemeWarnings } from '../../src/transport/nats-seeds.js';
 import { natsStartError } from '../../src/transport/nats-start-error.js';
 import { makeTempDir } from '../helpers/temp-dir.js';
 
@@ -113,5 +114,17 @@ describe('NATS settings', () => {
     expect(failure({ HOOKLINE_NATS_USER: 'app' })).toBe("HOOKLINE_NATS_USER needs HOOKLINE_NATS_PASSWORD: set the user's password");
     expect(failure({ HOOKLINE_NATS_TOKEN: 't', HOOKLINE_NATS_CREDS: '/x.creds' })).toBe('HOOKLINE_NATS_CREDS cannot be combined with HOOKLINE_NATS_TOKEN: NATS authenticates a client one way; keep the one your server expects');
     expect(failure({ HOOKLINE_NATS_TLS_CERT: '/c.pem' })).toMatch(/^HOOKLINE_NATS_TLS_CERT needs its pair/);
+  });
+});
+
+describe('HOOKLINE_NATS_URL schemes', () => {
+  it('warns about each seed whose scheme is not nats:// or tls://, its credentials masked', () => {
+    expect(natsSchemeWarnings('nats://a:4222, tls://b:4222,c:4222,NATS://d:4222', maskedNatsUrl)).toEqual([]);
+    const warnings = natsSchemeWarnings('nats://a:4222,http://user:secret@b:4222,ws://c:8080', maskedNatsUrl);
+    expect(warnings).toEqual([
+      'HOOKLINE_NATS_URL: http://user:***@b:4222 has the scheme http://, which NATS does not speak; it is dialled as nats:// (plain TCP) all the same. Write nats://host:4222, or tls://host:4222 for TLS',
+      'HOOKLINE_NATS_URL: ws://c:8080 has the scheme ws://, which NATS does not speak; it is dialled as nats:// (plain TCP) all the same. Write nats://host:4222, or tls://host:4222 for TLS',
+    ]);
+    expect(warnings.join('\n')).not.toContain('secret');
   });
 });
