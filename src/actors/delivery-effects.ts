@@ -17,6 +17,11 @@ export function attemptRecord(attempt: number, at: number, outcome: Pick<Attempt
   return { attempt, at, statusCode: outcome.statusCode, durationMs: outcome.durationMs, error: outcome.error, errorCode: outcome.errorCode, responseBody: outcome.responseBody };
 }
 
+/** A failed attempt in a few words: its error, else its HTTP status. */
+function attemptFailure(attempt: AttemptRecord): string {
+  return attempt.error ?? (attempt.statusCode !== null ? `HTTP ${attempt.statusCode}` : 'failed');
+}
+
 /**
  * What a delivery lifecycle's steps do beyond the delivery's own state, bound to the project's
  * settings and side effects: the delivery machine's named actions (`scheduleRetry`, `makeDueNow`,
@@ -49,7 +54,7 @@ export class DeliveryEffects {
   }
 
   /** Runs the machine's named actions of a step on the delivery (its due time, counters, dead-letter report). */
-  run(delivery: LiveDelivery, actions: readonly string[], now: number, outcome?: RetryOutcome): void {
+  run(delivery: LiveDelivery, actions: readonly string[], now: number, outcome?: RetryOutcome, attempt?: AttemptRecord): void {
     for (const action of actions) {
       switch (action) {
         case 'scheduleRetry': {
@@ -66,11 +71,13 @@ export class DeliveryEffects {
           delivery.nextAttemptAt = now;
           break;
         case 'recordDeadLetter': {
+          // Why, as the delivery log's last attempt says it: an operator reading the log needs no API call.
+          const why = { reason: attempt ? attemptFailure(attempt) : null, ...(attempt?.errorCode ? { errorCode: attempt.errorCode } : {}), ...(attempt?.statusCode ? { statusCode: attempt.statusCode } : {}) };
           if (this.isOperational) {
             // Its store id (`<project>~ops`) names no project, and no API shows the delivery: say what it is.
-            this.deps.logger.warn({ projectId: projectOfStoreId(this.projectId), deliveryId: delivery.id, attempts: delivery.counters.attempts }, 'operational delivery dead-lettered (to operationalUrl; not in the delivery log)');
+            this.deps.logger.warn({ projectId: projectOfStoreId(this.projectId), deliveryId: delivery.id, attempts: delivery.counters.attempts, ...why }, 'operational delivery dead-lettered (to operationalUrl; not in the delivery log)');
           } else {
-            this.deps.logger.warn({ projectId: this.projectId, deliveryId: delivery.id, attempts: delivery.counters.attempts }, 'delivery dead-lettered');
+            this.deps.logger.warn({ projectId: this.projectId, deliveryId: delivery.id, attempts: delivery.counters.attempts, ...why }, 'delivery dead-lettered');
           }
           if (this.config.notify) {
             const { eventId, eventType } = identityOf(this.deps.store, this.projectId, delivery);

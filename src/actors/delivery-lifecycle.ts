@@ -345,7 +345,7 @@ export class DeliveryLifecycle {
     delivery.counters = step.context;
     delivery.nextAttemptAt = null;
     this.hold(delivery);
-    this.effects.run(delivery, step.actions, now, attemptInfo?.outcome);
+    this.effects.run(delivery, step.actions, now, attemptInfo?.outcome, attemptInfo?.attempt);
     if (step.state === 'pending') delivery.nextAttemptAt ??= details.dueAt ?? now;
     const transitions: TransitionRecord[] = step.transitions.map((hop) => ({ from: hop.from, to: hop.to, event, at: now }));
     const change = changeOf(delivery, transitions, now, attemptInfo?.attempt);

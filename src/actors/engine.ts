@@ -11,7 +11,7 @@ import { HooklineStore } from '../store/store.js';
 import { isPastRetention, retentionCutoffId, withinRetention } from '../store/retention.js';
 import { createDataDir } from '../store/data-dir.js';
 import type { EventInput } from '../transport/event-input.js';
-import { isBlockedAddress } from '../transport/address-guard.js';
+import { isBlockedAddress, isBlockedLiteralHost } from '../transport/address-guard.js';
 import { HttpSender } from '../transport/http-sender.js';
 import type { BatchEventSink, InboundTransport, IngestResult, Rejection } from '../transport/types.js';
 import { shuttingDownError } from './admission.js';
@@ -302,6 +302,7 @@ export class Engine implements BatchEventSink {
     let waiting = 0;
     for (const project of this.store.allProjects()) {
       if (!owns(project.id)) continue;
+      this.warnIfUnreachable(project.id);
       // A project with none gets no actor until it is used; its actor counts them (once, natively).
       const tables = this.store.deliveryTables;
       if (!tables.hasAnyIn(project.id, WAITING_STATUSES) && !tables.hasAnyIn(operationalStoreId(project.id), WAITING_STATUSES)) continue;
@@ -311,6 +312,29 @@ export class Engine implements BatchEventSink {
     }
     if (waiting > 0) this.logger.info({ waiting, held: this.heldDeliveries.count }, 'resumed waiting deliveries from LMDB (those due soon into memory, the rest on disk)');
     return waiting;
+  }
+
+  /**
+   * A webhook stored while private networks were allowed, read by a node that forbids them: every
+   * attempt would fail with `address not allowed` and the deliveries dead-letter, so say so at
+   * start rather than only in each attempt. Only IP literals and `localhost` are judged here; a name
+   * that resolves to a private address is refused when an attempt resolves it. The host alone is
+   * logged: a URL may carry credentials.
+   */
+  private warnIfUnreachable(projectId: string): void {
+    if (this.settings.allowPrivateNetworks) return;
+    const webhook = this.store.getWebhook(projectId);
+    if (!webhook) return;
+    for (const field of ['callbackUrl', 'operationalUrl'] as const) {
+      const text = webhook[field];
+      if (!text || !URL.canParse(text)) continue;
+      const url = new URL(text);
+      if (!isBlockedLiteralHost(url)) continue;
+      this.logger.warn(
+        { projectId, field, host: url.host, state: webhook.state },
+        `project ${projectId}: the stored ${field} points at ${url.host}, a loopback, private or link-local address, and HOOKLINE_ALLOW_PRIVATE_NETWORKS is off: every attempt to it fails (blocked_address) and its deliveries dead-letter. Point the webhook at a public host (PUT /v1/webhook), or set HOOKLINE_ALLOW_PRIVATE_NETWORKS=1`,
+      );
+    }
   }
 
   /**

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { pino } from 'pino';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { API_KEY, startTestHookline, waitForDeliveryStatus } from '../helpers/hookline.js';
 import type { TestHookline } from '../helpers/hookline.js';
@@ -174,6 +175,36 @@ describe('SSRF guard at send time', () => {
     const detail = await waitForDeliveryStatus(hookline.client, deliveryId!, 'dead_lettered');
     expect(detail.attemptLog.every((attempt) => /resolves to/.test(attempt.error ?? ''))).toBe(true);
     expect(await storedAttemptCodes(hookline, 'default', deliveryId!, 3)).toEqual(['blocked_address', 'blocked_address', 'blocked_address']);
+    expect(receiver.received).toHaveLength(0);
+  });
+
+  it('a restart with HOOKLINE_ALLOW_PRIVATE_NETWORKS=0 warns about a stored private callback at start, and the dead-letter line says why', async () => {
+    const receiver = await startReceiver();
+    const port = new URL(receiver.url).port;
+    const dir = makeTempDir();
+    onTestFinished(() => dir.remove());
+    const open = await startTestHookline({ ...GUARDED, allowPrivateNetworks: true, dataDir: dir.path });
+    await open.client.configureWebhook({ callbackUrl: `http://user:pw@127.0.0.1:${port}/hooks`, status: 'active', eventTypes: ['service.trigger.event'] });
+    await open.close();
+
+    const written: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void written.push(line) });
+    const lines = () => written.map((line) => JSON.parse(line) as Record<string, unknown>);
+    const guarded = await startTestHookline({ ...GUARDED, dataDir: dir.path }, { logger });
+    expect(lines().find((line) => line.field === 'callbackUrl')).toMatchObject({
+      level: 40,
+      projectId: 'default',
+      field: 'callbackUrl',
+      host: `127.0.0.1:${port}`,
+      state: 'active',
+      msg: expect.stringMatching(/^project default: the stored callbackUrl points at 127\.0\.0\.1:\d+, a loopback, private or link-local address, and HOOKLINE_ALLOW_PRIVATE_NETWORKS is off: every attempt to it fails \(blocked_address\)/),
+    });
+    expect(written.join('')).not.toContain('pw@');
+
+    const { deliveryId } = await guarded.client.sendEvent({ type: 'service.trigger.event', data: {} });
+    await waitForDeliveryStatus(guarded.client, deliveryId!, 'dead_lettered');
+    const deadLetter = await waitFor(() => lines().find((line) => line.msg === 'delivery dead-lettered') ?? null, { message: 'the dead-letter line' });
+    expect(deadLetter).toMatchObject({ projectId: 'default', deliveryId, attempts: 3, reason: '127.0.0.1 is an address callbacks may not reach (HOOKLINE_ALLOW_PRIVATE_NETWORKS=0)', errorCode: 'blocked_address' });
     expect(receiver.received).toHaveLength(0);
   });
 
