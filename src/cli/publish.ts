@@ -1,6 +1,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
-import { publishEvent } from '../sdk/nats.js';
+import { isHooklineApiError } from '../sdk/errors.js';
+import { EVENT_ID_CONFLICT_CODE, publishEvent } from '../sdk/nats.js';
 import { ingestSubject } from '../sdk/partition.js';
 import { EVENT_TYPES } from '../sdk/types.js';
 import { newEventId } from '../store/ids.js';
@@ -26,7 +27,8 @@ exist. A Hookline started with HOOKLINE_NATS_URL consumes the event.
   --project     project id (the one named by your API key; "default" for HOOKLINE_API_KEY)
   --type        ${EVENT_TYPES.join(' | ')}
   --data        the event's data, a JSON object
-  --id          event id (generated when omitted); publishing the same id again is de-duplicated
+  --id          event id (generated when omitted); the same event again under it is de-duplicated,
+                another body under it is rejected (event_id_conflict)
   --wait T      how long to wait for the verdict (default 5s; 0 prints the stream sequence only)
   --url         NATS server, or comma-separated seeds (default $HOOKLINE_NATS_URL or nats://127.0.0.1:4222);
                 credentials and TLS come from HOOKLINE_NATS_USER/_PASSWORD, _TOKEN, _NKEY, _CREDS,
@@ -171,12 +173,16 @@ export function createPublishCommand(io: CliIo = processIo()): CliCommand {
         try {
           result = await publishEvent(connection, flags.project, { type: flags.type, data: flags.data, id }, { subjectPrefix: flags.prefix, ...(flags.partitions ? { partitions: flags.partitions } : {}) });
         } catch (error) {
+          if (isHooklineApiError(error) && error.code === EVENT_ID_CONFLICT_CODE) {
+            io.stderr.write(`hookline publish: rejected (${error.code}): ${error.message}\n`);
+            return 1;
+          }
           io.stderr.write(`hookline publish: ${(error as Error).message}; is a Hookline with HOOKLINE_NATS_URL running (it creates the stream)?\n`);
           return 1;
         }
         if (result.duplicate) {
           // JetStream dropped it, so Hookline never sees it and sends no verdict: the first publish's stands.
-          io.stdout.write(`published ${id} on ${subject}: a repeat of the same id within JetStream's duplicate window, dropped by JetStream (stream seq ${result.seq} is the first); Hookline judged the first\n`);
+          io.stdout.write(`published ${id} on ${subject}: a repeat of the same event within JetStream's duplicate window, dropped by JetStream (stream seq ${result.seq} is the first); Hookline judged the first\n`);
           return 0;
         }
         io.stdout.write(`published ${id} on ${subject} (stream seq ${result.seq})\n`);

@@ -52,6 +52,21 @@ describe('hookline publish', () => {
     expect(run.err).toContain('hookline publish: rejected by Hookline (event_id_conflict): event evt_taken was already accepted with a different body');
   });
 
+  it('within JetStream\'s duplicate window: the same event again is a repeat, another body under the id is rejected as a conflict, exit 1', async () => {
+    const { names } = await natsHookline();
+    const first = await publish(names, '--project', 'default', '--type', 'service.trigger.event', '--data', '{"n":1,"m":2}', '--id', 'evt_window');
+    expect(first.code, first.err).toBe(0);
+    const changed = await publish(names, '--project', 'default', '--type', 'service.trigger.event', '--data', '{"n":2}', '--id', 'evt_window');
+    expect(changed.code, changed.out).toBe(1);
+    expect(changed.err).toBe(
+      `hookline publish: rejected (event_id_conflict): event evt_window was already published with a different body (JetStream kept the first, stream ${names.natsStream} seq 1, and dropped this one); use a new id for a new event\n`,
+    );
+    // Keys in another order are the same event.
+    const again = await publish(names, '--project', 'default', '--type', 'service.trigger.event', '--data', '{"m":2,"n":1}', '--id', 'evt_window');
+    expect(again.code, again.err).toBe(0);
+    expect(again.out).toMatch(/: a repeat of the same event within JetStream's duplicate window, dropped by JetStream \(stream seq 1 is the first\)/);
+  });
+
   it(`says honestly that no verdict came when no Hookline consumes the stream, exit ${NO_VERDICT_EXIT}`, async () => {
     const names = nats.ownNames();
     const manager = await jetstreamManager(nats.connection());

@@ -2,6 +2,7 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { isHooklineApiError } from '../../src/sdk/errors.js';
 import { publishEvent } from '../../src/sdk/nats.js';
 import { ADMIN_KEY, allDeliveries, configureReceiver } from '../helpers/hookline.js';
 import { waitForConsumerDrained } from '../helpers/nats.js';
@@ -86,6 +87,16 @@ describe('NATS JetStream inbound transport', () => {
     expect(receiver.received.filter((delivery) => delivery.envelope.id === 'evt_twice')).toHaveLength(1);
     expect((await allDeliveries(hookline.client)).filter((delivery) => delivery.eventId === 'evt_twice')).toHaveLength(1);
     expect((await hookline.api('GET', '/v1/logs/rejected-events')).body.data).toEqual([]);
+  });
+
+  it('publishEvent rejects another body under an id JetStream just dropped as a duplicate: event_id_conflict, as HTTP answers 409', async () => {
+    const { names } = await natsHookline();
+    const options = { subjectPrefix: names.natsSubjectPrefix };
+    await publishEvent(nc, 'default', { id: 'evt_reused', type: 'service.trigger.event', data: { n: 1 } }, options);
+    const conflict = await publishEvent(nc, 'default', { id: 'evt_reused', type: 'service.trigger.event', data: { n: 2 } }, options).catch((error: unknown) => error);
+    expect(isHooklineApiError(conflict)).toBe(true);
+    expect(conflict).toMatchObject({ code: 'event_id_conflict', status: 409, message: expect.stringContaining('event evt_reused was already published with a different body') });
+    expect(await publishEvent(nc, 'default', { id: 'evt_reused', type: 'service.trigger.event', data: { n: 1 } }, options)).toMatchObject({ id: 'evt_reused', seq: 1, duplicate: true });
   });
 
   it('publishEvent refuses a project id that is not a single subject token', async () => {
