@@ -77,7 +77,9 @@ describe('webhook delivery features on the dashboard (headless Chromium)', () =>
   });
 
   it("shows the endpoint's circuit breaker: closed, then open with since when and the next probe", { timeout: 60_000 }, async () => {
-    const hookline = await startTestHookline({ circuitFailures: 2, circuitProbeIntervalMs: 60_000 });
+    // Retries a minute away: the two first attempts are the two failures (a loaded machine once sent a
+    // retry at 50 ms before the second first attempt failed, and the count read 3).
+    const hookline = await startTestHookline({ circuitFailures: 2, circuitProbeIntervalMs: 60_000, retrySchedule: [0, 60_000, 120_000] });
     const receiver = await startReceiver({ respond: () => ({ status: 503 }) });
     await hookline.client.configureWebhook({ callbackUrl: receiver.url, status: 'active', eventTypes: ['service.trigger.event'] });
     const { page, problems } = await openPage(browser());
