@@ -15,7 +15,7 @@
 //   3. stop: SIGTERM (`term`: graceful handover) or SIGKILL (`kill`: the lease must expire, BENCH_LEASE)
 //      of A's owner. Measured on the survivor, from the stop: A's event POST answered 202 (`api`), a GET
 //      of a delivery from the fill 200 (`get`), `hookline_waiting_deliveries` reaching every accepted
-//      delivery (`complete`: nothing lost); the restore's own time and record count (its log line);
+//      delivery (`complete`: nothing lost); the old owner's exit (`owner_exit`); the restore's own time and record count (its log line);
 //      the survivor's CPU seconds from the stop until at rest, its RssAnon at rest (after BENCH_SETTLE
 //      idle seconds) and the highest seen; B's ingest latency (one event per POST at BENCH_B_RATE/s to
 //      the survivor, from 2 s before the stop until `complete`).
@@ -202,6 +202,8 @@ async function run(stop) {
     const anonBefore = procMemory(survivor.cp.pid).anonMb;
     let peakAnonMb = anonBefore;
     const stoppedAt = nowMs();
+    // How long the stopped owner takes to exit (a graceful stop's handover, its last snapshot).
+    const ownerExited = new Promise((resolve) => (owner.cp.exitCode !== null ? resolve(0) : owner.cp.once('exit', () => resolve(nowMs() - stoppedAt))));
     killTree(owner.cp, stop === 'kill' ? 'SIGKILL' : 'SIGTERM');
     const since = () => nowMs() - stoppedAt;
     // A probe every 50 ms, none waiting for the one before: one forwarded to the stopping owner may
@@ -229,6 +231,7 @@ async function run(stop) {
       return waiting >= accepted + probes && since();
     }, { timeoutMs: 600_000, intervalMs: 20 });
     const b_ingest = await stopB();
+    const ownerExitMs = await ownerExited;
     await Promise.all(inFlight);
     const expected = accepted + probes;
     await atRest(survivor.cp.pid);
@@ -238,12 +241,12 @@ async function run(stop) {
     waiting = await waitingOn(survivor);
     const restored = logRecords(survivor, 'partition restored from the changelog').at(-1) ?? {};
     const result = {
-      stop, waiting_deliveries: accepted, fill_s: Number(fillS.toFixed(1)), api_s: Number(s(apiMs)), get_s: Number(s(getMs)), complete_s: Number(s(completeMs)),
+      stop, waiting_deliveries: accepted, fill_s: Number(fillS.toFixed(1)), api_s: Number(s(apiMs)), get_s: Number(s(getMs)), complete_s: Number(s(completeMs)), owner_exit_s: Number(s(ownerExitMs)),
       restore_s: restored.ms !== undefined ? Number(s(restored.ms)) : null, restored_records: restored.restored ?? null,
       survivor_cpu_s: Number(cpuS.toFixed(2)), anon_mb_before: Number(anonBefore.toFixed(1)), anon_mb_at_rest: Number(memory.anonMb.toFixed(1)), peak_anon_mb: Number(peakAnonMb.toFixed(1)),
       waiting_after: waiting, expected, lost: Math.max(0, expected - waiting), b_ingest, load_average: os.loadavg().map((x) => Number(x.toFixed(2))),
     };
-    log(`${stop}: stop -> A's POST 202 ${s(apiMs)} s, GET of a delivery ${s(getMs)} s, waiting ${waiting}/${expected} ${s(completeMs)} s; restore ${result.restore_s} s (${result.restored_records} records); survivor CPU ${result.survivor_cpu_s} s, RssAnon ${result.anon_mb_before} -> ${result.anon_mb_at_rest} MB at rest (peak ${result.peak_anon_mb}); B: p50 ${b_ingest.p50_ms} ms, p99 ${b_ingest.p99_ms} ms, max ${b_ingest.max_ms} ms, ${b_ingest.failed} of ${b_ingest.sent} failed`);
+    log(`${stop}: stop -> A's POST 202 ${s(apiMs)} s, GET of a delivery ${s(getMs)} s, waiting ${waiting}/${expected} ${s(completeMs)} s; old owner exited ${s(ownerExitMs)} s; restore ${result.restore_s} s (${result.restored_records} records); survivor CPU ${result.survivor_cpu_s} s, RssAnon ${result.anon_mb_before} -> ${result.anon_mb_at_rest} MB at rest (peak ${result.peak_anon_mb}); B: p50 ${b_ingest.p50_ms} ms, p99 ${b_ingest.p99_ms} ms, max ${b_ingest.max_ms} ms, ${b_ingest.failed} of ${b_ingest.sent} failed`);
     return result;
   } finally {
     await Promise.all(nodes.map((node) => stopChild(node.cp, { timeoutMs: 60_000, group: true })));
