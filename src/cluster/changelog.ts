@@ -7,7 +7,7 @@ import { pack, unpack, unpackMultiple } from 'msgpackr';
 import { DEFAULT_CHANGELOG_SNAPSHOT_EVERY } from '../config/settings.js';
 import { withChanges } from '../store/delivery-model.js';
 import type { ChangelogEntry, DeliverySteps } from '../store/changelog-restore.js';
-import type { DeliveryChange, DeliveryRecord } from '../store/records.js';
+import type { DeliveryChange } from '../store/records.js';
 
 /**
  * Each partition's state as a JetStream changelog. A node taking a partition over reads the
@@ -97,8 +97,6 @@ export interface Compaction {
   covers: number;
   /** Records in the snapshot. */
   records: number;
-  /** Records left out: deliveries past retention, with their steps. */
-  leftOut: number;
   /** Messages purged: what the previous snapshot replaced. */
   purged: number;
 }
@@ -276,7 +274,7 @@ export class PartitionChangelog {
 
   /** The entries as messages the server takes (several only when they exceed one). */
   private *batches(entries: Iterable<Buffer>): Generator<Buffer> {
-    const limit = Math.max(HEADER_ROOM_BYTES, (this.connection.info?.max_payload ?? 1024 * 1024) - HEADER_ROOM_BYTES);
+    const limit = this.payloadLimit();
     let parts: Buffer[] = [];
     let bytes = 0;
     for (const part of entries) {
@@ -289,6 +287,11 @@ export class PartitionChangelog {
       bytes += part.length;
     }
     if (bytes > 0) yield Buffer.concat(parts, bytes);
+  }
+
+  /** Bytes of entries a message may hold: the server's max_payload less room for headers. */
+  private payloadLimit(): number {
+    return Math.max(HEADER_ROOM_BYTES, (this.connection.info?.max_payload ?? 1024 * 1024) - HEADER_ROOM_BYTES);
   }
 
   private async publishBatch(log: PartitionLog, data: Buffer): Promise<void> {
@@ -341,7 +344,7 @@ export class PartitionChangelog {
       applying.push(applied);
       chunk = [];
     };
-    const state = await this.walk(partition, Number.POSITIVE_INFINITY, (change) => {
+    const state = await this.walk(partition, (change) => {
       chunk.push(change);
       count++;
     }, handOn);
@@ -361,23 +364,22 @@ export class PartitionChangelog {
   }
 
   /**
-   * The partition's records from its last snapshot and the batches after it; with `upTo`, only
-   * batches up to that sequence (the snapshot is read whole).
+   * The partition's records from its last snapshot and the batches after it.
    */
-  private async read(partition: number, upTo = Number.POSITIVE_INFINITY): Promise<PartitionState> {
+  private async read(partition: number): Promise<PartitionState> {
     const latest = new Map<string, ChangelogRecord>();
-    const state = await this.walk(partition, upTo, (change) => latest.set(recordKey(change), change), nextTurn);
+    const state = await this.walk(partition, (change) => latest.set(recordKey(change), change), nextTurn);
     return { ...state, latest };
   }
 
   /**
    * Hands `visit` every entry of the partition's last snapshot, then of the batches after the last
-   * batch it covers (up to `upTo`), in that order: a later entry holds a newer version than an
+   * batch it covers, in that order: a later entry holds a newer version than an
    * earlier one of the same record (a batch stored while a snapshot was being written lies between
    * its messages, but the snapshot's subject is read first). `between` runs every RECORDS_PER_TURN
    * entries or so (a yield, or a chunk handed on).
    */
-  private async walk(partition: number, upTo: number, visit: (change: ChangelogRecord) => void, between: () => Promise<unknown>): Promise<PartitionRead> {
+  private async walk(partition: number, visit: (change: ChangelogRecord) => void, between: () => Promise<unknown>): Promise<PartitionRead> {
     const marker = await this.lastMarker(partition);
     const state: PartitionRead = { lastBatch: marker?.marker.covers ?? 0, entriesAfterSnapshot: 0, snapshotEntries: 0, marker };
     const batch = (message: JsMsg): number => {
@@ -388,7 +390,7 @@ export class PartitionChangelog {
     };
     if (!marker) {
       // Every message of the partition: batches, and records in the format of earlier versions.
-      await this.readMessages(`${this.subjectPrefix}.${partition}.>`, 1, upTo, (message) => {
+      await this.readMessages(`${this.subjectPrefix}.${partition}.>`, 1, Number.POSITIVE_INFINITY, (message) => {
         const tokens = message.subject.slice(this.subjectPrefix.length + 1).split('.');
         if (tokens[1] === LOG_TOKEN) return batch(message);
         // A snapshot left unfinished (it has no marker) is not read, nor is a marker.
@@ -405,7 +407,7 @@ export class PartitionChangelog {
           return entries;
         }, between);
       }
-      await this.readMessages(this.subjectOf(partition, LOG_TOKEN), marker.marker.covers + 1, upTo, batch, between);
+      await this.readMessages(this.subjectOf(partition, LOG_TOKEN), marker.marker.covers + 1, Number.POSITIVE_INFINITY, batch, between);
     }
     return state;
   }
@@ -458,14 +460,19 @@ export class PartitionChangelog {
   }
 
   /**
-   * Writes a snapshot of the partition as of its last batch this node stored: every record's latest
-   * version, each delivery with its steps applied, less the deliveries `expired` names. Only while
-   * `stillHeld`; its marker is conditional on the last marker this node saw (at its restore or its
-   * previous snapshot), so a node that lost the partition never names a snapshot over the owner's.
-   * Then purges what the previous snapshot replaced. Null when the partition is not restored here,
-   * a compaction of it runs, or the lease went meanwhile (a snapshot left unmarked is never read).
+   * Writes a snapshot of the partition as of its last batch this node stored, from `records`: every
+   * record's latest version as this node's LMDB holds it (a delivery whole, with its steps), less
+   * the deliveries past retention, read in bounded chunks (`readPartitionRecords`) and published
+   * as they come, so that the partition is never held in memory. LMDB holds every version a batch
+   * up to the last one carried (a change is appended after its commit), or a later one; a later one
+   * is also in a batch after the snapshot, or will be, and a restore never moves a record back in
+   * time. Only while `stillHeld` (checked before each message); its marker is conditional on the
+   * last marker this node saw (at its restore or its previous snapshot), so a node that lost the
+   * partition never names a snapshot over the owner's. Then purges what the previous snapshot
+   * replaced. Null when the partition is not restored here, a compaction of it runs, or the lease
+   * went meanwhile (a snapshot left unmarked is never read, and is purged with the next one).
    */
-  async compact(partition: number, expired: (record: DeliveryRecord) => boolean, stillHeld: () => boolean): Promise<Compaction | null> {
+  async compact(partition: number, records: AsyncIterable<readonly ChangelogRecord[]>, stillHeld: () => boolean): Promise<Compaction | null> {
     const log = this.logs.get(partition);
     if (!log || log.lastSequence === undefined || log.compacting || !stillHeld()) return null;
     log.compacting = true;
@@ -473,33 +480,58 @@ export class PartitionChangelog {
       const covers = log.lastSequence;
       // Every batch up to `covers` is stored: those stored from now on count toward the next snapshot.
       const foldedEntries = log.entriesSinceSnapshot;
-      const state = await this.read(partition, covers);
+      const previous = await this.lastMarker(partition);
       // A marker this node has not seen: another node holds the partition now, or did meanwhile.
-      if ((state.marker?.sequence ?? 0) !== log.markerSequence) return null;
-      const { kept, leftOut } = await snapshotOf(state.latest.values(), expired);
-      let from = 0;
-      let to = 0;
-      // Packed as the batches go out, not all first: packing a partition at once held the event loop
-      // for half a second per 60,000 records (bench:changelog).
-      for (const batch of this.batches(packed(kept))) {
-        if (!stillHeld()) return null;
-        to = (await this.js.publish(this.subjectOf(partition, SNAPSHOT_TOKEN), batch, { retries: PUBLISH_TRIES })).seq;
-        from ||= to;
-      }
-      if (!stillHeld()) return null;
-      const marker: SnapshotMarker = { from, to, covers };
+      if ((previous?.sequence ?? 0) !== log.markerSequence) return null;
+      const written = await this.publishSnapshot(partition, records, stillHeld);
+      if (!written || !stillHeld()) return null;
+      const marker: SnapshotMarker = { from: written.from, to: written.to, covers };
       log.markerSequence = (await this.js.publish(this.subjectOf(partition, MARKER_TOKEN), pack(marker), { expect: { lastSubjectSequence: log.markerSequence } })).seq;
       log.entriesSinceSnapshot -= foldedEntries;
-      log.snapshotEntries = kept.length;
+      log.snapshotEntries = written.records;
       let purged = 0;
       // Nothing lies below sequence 1, and the server takes a purge below 1 for a purge of everything.
-      if (state.marker && state.marker.marker.covers > 0 && stillHeld()) {
-        purged = (await (await this.jsm()).streams.purge(this.stream, { filter: `${this.subjectPrefix}.${partition}.>`, seq: state.marker.marker.covers + 1 })).purged;
+      if (previous && previous.marker.covers > 0 && stillHeld()) {
+        purged = (await (await this.jsm()).streams.purge(this.stream, { filter: `${this.subjectPrefix}.${partition}.>`, seq: previous.marker.covers + 1 })).purged;
       }
-      return { covers, records: kept.length, leftOut, purged };
+      return { covers, records: written.records, purged };
     } finally {
       log.compacting = false;
     }
+  }
+
+  /**
+   * Publishes the chunks as snapshot messages, each filled up to the server's payload limit before
+   * it goes (a chunk's entries packed as it comes: packing a partition at once held the event loop
+   * for half a second per 60,000 records, bench:changelog). Null once `stillHeld` fails: a stop or
+   * a lost lease abandons the snapshot within a message's time, whatever the partition's size.
+   */
+  private async publishSnapshot(partition: number, records: AsyncIterable<readonly ChangelogRecord[]>, stillHeld: () => boolean): Promise<{ from: number; to: number; records: number } | null> {
+    const subject = this.subjectOf(partition, SNAPSHOT_TOKEN);
+    const limit = this.payloadLimit();
+    const written = { from: 0, to: 0, records: 0 };
+    let parts: Buffer[] = [];
+    let bytes = 0;
+    const send = async (): Promise<boolean> => {
+      if (!stillHeld()) return false;
+      written.to = (await this.js.publish(subject, Buffer.concat(parts, bytes), { retries: PUBLISH_TRIES })).seq;
+      written.from ||= written.to;
+      parts = [];
+      bytes = 0;
+      return true;
+    };
+    for await (const chunk of records) {
+      if (!stillHeld()) return null;
+      for (const change of chunk) {
+        const part = pack(entryOf(change));
+        if (bytes > 0 && bytes + part.length > limit && !(await send())) return null;
+        parts.push(part);
+        bytes += part.length;
+        written.records++;
+      }
+    }
+    if (bytes > 0 && !(await send())) return null;
+    return written;
   }
 
   /** Drops what this node knew of a partition's subject (it no longer holds it). */
@@ -544,9 +576,9 @@ function recordKey(change: ChangelogRecord): string {
  * The records with each delivery's steps applied in transition order. Steps its record already
  * holds are skipped; a gap (steps whose append failed) ends them, so a record never skips a step
  * (the writer appends the whole record after such a failure). Steps without a record, and those
- * after a gap, are dropped, or handed to `unapplied` (a snapshot keeps them as they were).
+ * after a gap, are dropped.
  */
-async function withSteps(changes: Iterable<ChangelogRecord>, unapplied?: (projectId: string, steps: DeliverySteps) => void): Promise<RestoredChange[]> {
+async function withSteps(changes: Iterable<ChangelogRecord>): Promise<RestoredChange[]> {
   const records: RestoredChange[] = [];
   const steps = new Map<string, { projectId: string; id: string; changes: DeliveryChange[] }>();
   let count = 0;
@@ -572,33 +604,15 @@ async function withSteps(changes: Iterable<ChangelogRecord>, unapplied?: (projec
     list.changes.sort((a, b) => a.transitionIndex - b.transitionIndex);
     let next = change.record.transitions.length;
     const contiguous: DeliveryChange[] = [];
-    for (const [index, step] of list.changes.entries()) {
+    for (const step of list.changes) {
       if (step.transitionIndex < next) continue;
-      if (step.transitionIndex > next) {
-        unapplied?.(change.projectId, { id: list.id, changes: list.changes.slice(index) });
-        break;
-      }
+      if (step.transitionIndex > next) break;
       contiguous.push(step);
       next += step.transitions.length;
     }
     applied.push({ ...change, record: withChanges(change.record, contiguous) });
   }
-  if (unapplied) for (const list of steps.values()) unapplied(list.projectId, { id: list.id, changes: list.changes.sort((a, b) => a.transitionIndex - b.transitionIndex) });
   return applied;
-}
-
-/**
- * A snapshot's records: each delivery with the steps that follow on from it applied (steps that
- * do not are kept as they were), less the deliveries `expired` names and their steps.
- */
-async function snapshotOf(changes: Iterable<ChangelogRecord>, expired: (record: DeliveryRecord) => boolean): Promise<{ kept: ChangelogRecord[]; leftOut: number }> {
-  const unapplied: ChangelogRecord[] = [];
-  const records: ChangelogRecord[] = await withSteps(changes, (projectId, steps) => unapplied.push({ kind: 'steps', projectId, record: steps }));
-  const gone = new Set<string>();
-  for (const change of records) if (change.kind === 'delivery' && expired(change.record)) gone.add(`${change.projectId}.${change.record.id}`);
-  const all = records.concat(unapplied);
-  const kept = gone.size === 0 ? all : all.filter((change) => (change.kind !== 'delivery' && change.kind !== 'steps') || !gone.has(`${change.projectId}.${change.record.id}`));
-  return { kept, leftOut: all.length - kept.length };
 }
 
 /**
