@@ -3,11 +3,12 @@ import { DeliverPolicy, RetentionPolicy, StorageType, jetstream } from '@nats-io
 import type { JetStreamClient, JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ensureStream, reachJetStream, type SetupLog } from '../transport/nats-streams.js';
-import { pack, unpack, unpackMultiple } from 'msgpackr';
+import { pack, unpack } from 'msgpackr';
 import { DEFAULT_CHANGELOG_SNAPSHOT_EVERY } from '../config/settings.js';
-import { withChanges } from '../store/delivery-model.js';
-import type { ChangelogEntry, DeliverySteps } from '../store/changelog-restore.js';
-import type { DeliveryChange } from '../store/records.js';
+import type { DeliverySteps } from '../store/changelog-restore.js';
+import { RECORDS_PER_TURN, entryOf, packed, recordKey, visitBatch, visitEntries, type ChangelogRecord, type RestoredChange } from './changelog-entries.js';
+import { withSteps, withoutTakenBack } from './changelog-merge.js';
+import { PUBLISH_TRIES, publishSnapshot } from './changelog-snapshot.js';
 
 /**
  * Each partition's state as a JetStream changelog. A node taking a partition over reads the
@@ -44,15 +45,7 @@ import type { DeliveryChange } from '../store/records.js';
  * read the previous marker and is still restoring from it finds everything it needs.
  */
 
-export type ChangelogRecord = ChangelogEntry;
-export type { DeliverySteps };
-
-/** What a restore hands on: records, a delivery's steps applied to it. */
-export type RestoredChange = Exclude<ChangelogRecord, { kind: 'steps' }>;
-
-const KIND_TOKEN = { delivery: 'd', event: 'e', webhook: 'w', steps: 's' } as const;
-const TOKEN_KIND = { d: 'delivery', e: 'event', w: 'webhook', s: 'steps' } as const;
-type KindToken = keyof typeof TOKEN_KIND;
+export type { ChangelogRecord, DeliverySteps, RestoredChange };
 
 /** Last tokens of a partition's subjects (none a kind token of the old format): batches, snapshots, markers. */
 const LOG_TOKEN = 'log';
@@ -101,8 +94,6 @@ export interface Compaction {
   purged: number;
 }
 
-/** Tries of one batch's publish that times out (a JetStream leader change) before its waiters hear of it. */
-const PUBLISH_TRIES = 3;
 
 /**
  * Bytes a read asks for at a time. Unbounded, a pull of a hundred 1 MB batches put more than the
@@ -112,11 +103,6 @@ const PUBLISH_TRIES = 3;
  */
 const READ_BYTES_PER_PULL = 8 * 1024 * 1024;
 
-/**
- * Records a pass over a whole partition (a restore's, a snapshot's) handles in one turn of the event
- * loop: in one go, 30,000 deliveries with their steps held it for 200 ms (bench:changelog).
- */
-const RECORDS_PER_TURN = 5_000;
 
 /**
  * Chunks a restore into LMDB has handed on and not seen committed: bounded, so that a slow disk
@@ -464,9 +450,10 @@ export class PartitionChangelog {
    * record's latest version as this node's LMDB holds it (a delivery whole, with its steps), less
    * the deliveries past retention, read in bounded chunks (`readPartitionRecords`) and published
    * as they come, so that the partition is never held in memory. LMDB holds every version a batch
-   * up to the last one carried (a change is appended after its commit), or a later one; a later one
-   * is also in a batch after the snapshot, or will be, and a restore never moves a record back in
-   * time. Only while `stillHeld` (checked before each message); its marker is conditional on the
+   * up to the last one carried (a change is appended after its commit), or a later one, which
+   * the batches after the snapshot also carry (or will): read over the snapshot, a batch's older
+   * version of a record is followed by the steps appended after it, and a takeover's restore keeps
+   * the longer version anyway (`putRestoredRecord`). Only while `stillHeld` (checked before each message); its marker is conditional on the
    * last marker this node saw (at its restore or its previous snapshot), so a node that lost the
    * partition never names a snapshot over the owner's. Then purges what the previous snapshot
    * replaced. Null when the partition is not restored here, a compaction of it runs, or the lease
@@ -483,7 +470,7 @@ export class PartitionChangelog {
       const previous = await this.lastMarker(partition);
       // A marker this node has not seen: another node holds the partition now, or did meanwhile.
       if ((previous?.sequence ?? 0) !== log.markerSequence) return null;
-      const written = await this.publishSnapshot(partition, records, stillHeld);
+      const written = await publishSnapshot(this.js, this.subjectOf(partition, SNAPSHOT_TOKEN), this.payloadLimit(), records, stillHeld);
       if (!written || !stillHeld()) return null;
       const marker: SnapshotMarker = { from: written.from, to: written.to, covers };
       log.markerSequence = (await this.js.publish(this.subjectOf(partition, MARKER_TOKEN), pack(marker), { expect: { lastSubjectSequence: log.markerSequence } })).seq;
@@ -500,143 +487,11 @@ export class PartitionChangelog {
     }
   }
 
-  /**
-   * Publishes the chunks as snapshot messages, each filled up to the server's payload limit before
-   * it goes (a chunk's entries packed as it comes: packing a partition at once held the event loop
-   * for half a second per 60,000 records, bench:changelog). Null once `stillHeld` fails: a stop or
-   * a lost lease abandons the snapshot within a message's time, whatever the partition's size.
-   */
-  private async publishSnapshot(partition: number, records: AsyncIterable<readonly ChangelogRecord[]>, stillHeld: () => boolean): Promise<{ from: number; to: number; records: number } | null> {
-    const subject = this.subjectOf(partition, SNAPSHOT_TOKEN);
-    const limit = this.payloadLimit();
-    const written = { from: 0, to: 0, records: 0 };
-    let parts: Buffer[] = [];
-    let bytes = 0;
-    const send = async (): Promise<boolean> => {
-      if (!stillHeld()) return false;
-      written.to = (await this.js.publish(subject, Buffer.concat(parts, bytes), { retries: PUBLISH_TRIES })).seq;
-      written.from ||= written.to;
-      parts = [];
-      bytes = 0;
-      return true;
-    };
-    for await (const chunk of records) {
-      if (!stillHeld()) return null;
-      for (const change of chunk) {
-        const part = pack(entryOf(change));
-        if (bytes > 0 && bytes + part.length > limit && !(await send())) return null;
-        parts.push(part);
-        bytes += part.length;
-        written.records++;
-      }
-    }
-    if (bytes > 0 && !(await send())) return null;
-    return written;
-  }
-
   /** Drops what this node knew of a partition's subject (it no longer holds it). */
   forget(partition: number): void {
     const log = this.logs.get(partition);
     if (log) log.lastSequence = undefined;
   }
-}
-
-/** Hands `visit` the changes of a batch's entries; returns how many entries it read. */
-function visitEntries(entries: unknown[], visit: (change: ChangelogRecord) => void): number {
-  for (const entry of entries) {
-    const change = decodeEntry(entry);
-    if (change) visit(change);
-  }
-  return entries.length;
-}
-
-/** `visitEntries` for a batch message's data: a msgpack sequence of entries. */
-function visitBatch(data: Uint8Array, visit: (change: ChangelogRecord) => void): number {
-  return visitEntries(unpackMultiple(data) as unknown[], visit);
-}
-
-/** The changes packed as batch entries, one at a time. */
-function* packed(changes: Iterable<ChangelogRecord>): Generator<Buffer> {
-  for (const change of changes) yield pack(entryOf(change));
-}
-
-/** A record as a batch holds it: `[kind token, projectId, record]`. */
-function entryOf(change: ChangelogRecord): [KindToken, string, unknown] {
-  return [KIND_TOKEN[change.kind], change.projectId, change.record];
-}
-
-/** Identifies a record within its partition: two versions of it share the key (steps: the same first transition). */
-function recordKey(change: ChangelogRecord): string {
-  if (change.kind === 'webhook') return `w.${change.projectId}`;
-  const key = `${KIND_TOKEN[change.kind]}.${change.projectId}.${change.record.id}`;
-  return change.kind === 'steps' ? `${key}.${change.record.changes[0]?.transitionIndex ?? 0}` : key;
-}
-
-/**
- * The records with each delivery's steps applied in transition order. Steps its record already
- * holds are skipped; a gap (steps whose append failed) ends them, so a record never skips a step
- * (the writer appends the whole record after such a failure). Steps without a record, and those
- * after a gap, are dropped.
- */
-async function withSteps(changes: Iterable<ChangelogRecord>): Promise<RestoredChange[]> {
-  const records: RestoredChange[] = [];
-  const steps = new Map<string, { projectId: string; id: string; changes: DeliveryChange[] }>();
-  let count = 0;
-  for (const change of changes) {
-    if (++count % RECORDS_PER_TURN === 0) await nextTurn();
-    if (change.kind !== 'steps') records.push(change);
-    else {
-      const key = `${change.projectId}.${change.record.id}`;
-      const list = steps.get(key);
-      if (list) list.changes.push(...change.record.changes);
-      else steps.set(key, { projectId: change.projectId, id: change.record.id, changes: [...change.record.changes] });
-    }
-  }
-  const applied: RestoredChange[] = [];
-  for (const change of records) {
-    if (++count % RECORDS_PER_TURN === 0) await nextTurn();
-    const list = change.kind === 'delivery' ? steps.get(`${change.projectId}.${change.record.id}`) : undefined;
-    if (!list || change.kind !== 'delivery') {
-      applied.push(change);
-      continue;
-    }
-    steps.delete(`${change.projectId}.${change.record.id}`);
-    list.changes.sort((a, b) => a.transitionIndex - b.transitionIndex);
-    let next = change.record.transitions.length;
-    const contiguous: DeliveryChange[] = [];
-    for (const step of list.changes) {
-      if (step.transitionIndex < next) continue;
-      if (step.transitionIndex > next) break;
-      contiguous.push(step);
-      next += step.transitions.length;
-    }
-    applied.push({ ...change, record: withChanges(change.record, contiguous) });
-  }
-  return applied;
-}
-
-/**
- * The records less the deliveries of ingests that were taken back. An append whose answer never
- * came (it timed out) may be stored all the same, while the node took its event back and answered
- * 503; the sender's retry then made the event anew, with a new delivery. An event's latest version
- * lists every delivery made for it (an ingest's, then each replay's), so a delivery that its
- * restored event does not list is such a leftover: restored, it would be sent again under another
- * `webhook-id`. A delivery whose event is not in the changelog is kept.
- */
-function withoutTakenBack(records: RestoredChange[]): RestoredChange[] {
-  const deliveriesOf = new Map<string, readonly string[]>();
-  for (const change of records) if (change.kind === 'event') deliveriesOf.set(`${change.projectId}.${change.record.id}`, change.record.deliveryIds);
-  return records.filter((change) => change.kind !== 'delivery' || (deliveriesOf.get(`${change.projectId}.${change.record.eventId}`)?.includes(change.record.id) ?? true));
-}
-
-/** A `[kind token, projectId, record]` entry as a change, or null when it is not one. */
-function decodeEntry(entry: unknown): ChangelogRecord | null {
-  if (!Array.isArray(entry) || entry.length !== 3) return null;
-  const [token, projectId, record] = entry as [unknown, unknown, unknown];
-  const kind = TOKEN_KIND[token as KindToken];
-  if (!kind || typeof projectId !== 'string' || projectId === '' || record === null || typeof record !== 'object') return null;
-  if (kind === 'steps' && !(Array.isArray((record as DeliverySteps).changes) && (record as DeliverySteps).changes.length > 0)) return null;
-  return { kind, projectId, record } as ChangelogRecord;
 }
 
 /** JetStream's "wrong last sequence" (API error 10071): the subject was written since. */
