@@ -139,6 +139,13 @@ interface PartitionLog {
   entriesSinceSnapshot: number;
   snapshotEntries: number;
   compacting: boolean;
+  /**
+   * First sequence that may hold a batch of another writer since this node's restore (it found the
+   * subject written since: a previous owner's late batch, or its own batch whose ack was lost).
+   * This node's LMDB may lack that batch's records, so a snapshot from LMDB covers no batch from
+   * here on: restores go on reading them, until the partition moves and a restore folds them in.
+   */
+  foreignFrom: number | undefined;
 }
 
 export class PartitionChangelog {
@@ -190,6 +197,7 @@ export class PartitionChangelog {
         entriesSinceSnapshot: 0,
         snapshotEntries: 0,
         compacting: false,
+        foreignFrom: undefined,
       };
       this.logs.set(partition, log);
     }
@@ -289,6 +297,7 @@ export class PartitionChangelog {
       log.lastSequence = (await this.js.publish(subject, data, { retries: PUBLISH_TRIES, ...(expected !== undefined ? { expect: { lastSubjectSequence: expected } } : {}) })).seq;
     } catch (error) {
       if (!isWrongLastSequence(error) || !log.stillHeld()) throw error;
+      log.foreignFrom ??= (expected ?? 0) + 1;
       const last = await (await this.jsm()).streams.getMessage(this.stream, { last_by_subj: subject }).catch(() => null);
       log.lastSequence = (await this.js.publish(subject, data, { retries: PUBLISH_TRIES, expect: { lastSubjectSequence: last?.seq ?? 0 } })).seq;
     }
@@ -344,6 +353,7 @@ export class PartitionChangelog {
   private restored(partition: number, state: PartitionRead): void {
     const log = this.logOf(partition);
     log.lastSequence = state.lastBatch;
+    log.foreignFrom = undefined;
     log.markerSequence = state.marker?.sequence ?? 0;
     log.entriesSinceSnapshot = state.entriesAfterSnapshot;
     log.snapshotEntries = state.snapshotEntries;
@@ -453,7 +463,8 @@ export class PartitionChangelog {
    * up to the last one carried (a change is appended after its commit), or a later one, which
    * the batches after the snapshot also carry (or will): read over the snapshot, a batch's older
    * version of a record is followed by the steps appended after it, and a takeover's restore keeps
-   * the longer version anyway (`putRestoredRecord`). Only while `stillHeld` (checked before each message); its marker is conditional on the
+   * the longer version anyway (`putRestoredRecord`). It covers no batch from `foreignFrom` on
+   * (another writer's, whose records LMDB may lack). Only while `stillHeld` (checked before each message); its marker is conditional on the
    * last marker this node saw (at its restore or its previous snapshot), so a node that lost the
    * partition never names a snapshot over the owner's. Then purges what the previous snapshot
    * replaced. Null when the partition is not restored here, a compaction of it runs, or the lease
@@ -464,7 +475,7 @@ export class PartitionChangelog {
     if (!log || log.lastSequence === undefined || log.compacting || !stillHeld()) return null;
     log.compacting = true;
     try {
-      const covers = log.lastSequence;
+      const covers = Math.min(log.lastSequence, (log.foreignFrom ?? Number.POSITIVE_INFINITY) - 1);
       // Every batch up to `covers` is stored: those stored from now on count toward the next snapshot.
       const foldedEntries = log.entriesSinceSnapshot;
       const previous = await this.lastMarker(partition);

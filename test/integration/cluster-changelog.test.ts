@@ -4,7 +4,7 @@ import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import fc from 'fast-check';
 import { pack, unpackMultiple } from 'msgpackr';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { PartitionChangelog } from '../../src/cluster/changelog.js';
 import type { ChangelogRecord, RestoredChange } from '../../src/cluster/changelog.js';
 import type { DeliveryChange, DeliveryRecord, EventRecord } from '../../src/store/records.js';
@@ -393,6 +393,29 @@ describe('partition changelog snapshots', () => {
     const after = await restored(new PartitionChangelog(nc, stream, prefix), 12);
     expect(after).toEqual(before);
     expect(after.get('dlv_7')!.record).toMatchObject({ status: 'succeeded' });
+  });
+
+  it('covers no batch another writer stored since the restore: its records, which LMDB lacks, stay readable after the snapshot and its purge', async () => {
+    const { changelog, stream, prefix } = await changelogHolding(13);
+    await changelog.append(13, { kind: 'event', projectId: 'p1', record: event('evt_own') }, held);
+    // What the holder's LMDB holds: the changelog as it was before the late batch.
+    const dir = makeTempDir('hookline-snapshot-foreign-');
+    const store = new HooklineStore({ path: dir.path });
+    onTestFinished(async () => {
+      await store.close();
+      dir.remove();
+    });
+    const restoring = store.restoring();
+    await new PartitionChangelog(nc, stream, prefix).restoreInto(13, (entries) => restoring.apply(entries));
+    await store.projects.put('p1', { id: 'p1', name: 'p1', createdAt: 1 });
+    // A previous owner's late batch, stored before the holder's next append (which then wins over it).
+    await jetstream(nc).publish(`${prefix}.13.log`, pack(['e', 'p1', event('evt_late')]));
+    await changelog.append(13, { kind: 'event', projectId: 'p1', record: event('evt_after') }, held);
+    await store.events.put(['p1', 'evt_after'], event('evt_after'));
+    const fromStore = () => readPartitionRecords(store, { owns: () => true, leaveOut: () => false, chunk: 2 }, { leftOut: 0 });
+    expect(await changelog.compact(13, fromStore(), held)).toMatchObject({ records: 2 });
+    expect(await changelog.compact(13, fromStore(), held)).toMatchObject({ records: 2 });
+    expect([...(await restored(new PartitionChangelog(nc, stream, prefix), 13)).keys()].sort()).toEqual(['evt_after', 'evt_late', 'evt_own']);
   });
 
   it('reads the marked snapshot, then the batches after what it covers: a batch stored between its messages wins', async () => {
