@@ -15,7 +15,8 @@
 //   3. stop: SIGTERM (`term`: graceful handover) or SIGKILL (`kill`: the lease must expire, BENCH_LEASE)
 //      of A's owner. Measured on the survivor, from the stop: A's event POST answered 202 (`api`), a GET
 //      of a delivery from the fill 200 (`get`), `hookline_waiting_deliveries` reaching every accepted
-//      delivery (`complete`: nothing lost); the old owner's exit (`owner_exit`); the restore's own time and record count (its log line);
+//      delivery (`complete`: nothing lost); the old owner's exit (`owner_exit`);
+//      the owner's RssAnon after the fill and its peak during it, with the records of its snapshots; the restore's own time and record count (its log line);
 //      the survivor's CPU seconds from the stop until at rest, its RssAnon at rest (after BENCH_SETTLE
 //      idle seconds) and the highest seen; B's ingest latency (one event per POST at BENCH_B_RATE/s to
 //      the survivor, from 2 s before the stop until `complete`).
@@ -194,7 +195,13 @@ async function run(stop) {
     do b = await api(survivor, 'POST', '/admin/v1/projects', { key: ADMIN_KEY, body: { name: 'takeover-b' } });
     while (ownerOf.get(partitionOf(b.projectId, PARTITIONS)) !== survivor);
     log(`${stop}: A (partition ${partitionOf(a.projectId, PARTITIONS)}) on ${owner.nodeId}, B on ${survivor.nodeId}; filling ${TOTAL}`);
-    const { accepted, fillS, sampleDeliveryId } = await fill(owner, a);
+    // The owner's memory while it takes the fill and writes its snapshots of the partition.
+    let ownerPeakAnonMb = 0;
+    const sampleOwner = setInterval(() => (ownerPeakAnonMb = Math.max(ownerPeakAnonMb, procMemory(owner.cp.pid).anonMb)), 500);
+    const { accepted, fillS, sampleDeliveryId } = await fill(owner, a).finally(() => clearInterval(sampleOwner));
+    const ownerAnonMb = procMemory(owner.cp.pid).anonMb;
+    const ownerSnapshots = logRecords(owner, 'partition changelog snapshot written').map((line) => line.records);
+    log(`${stop}: owner RssAnon ${ownerAnonMb.toFixed(1)} MB at rest after the fill (peak ${ownerPeakAnonMb.toFixed(1)}); its snapshots: ${ownerSnapshots.join(', ')} records`);
     await atRest(survivor.cp.pid);
     const stopB = ingestB(survivor, b);
     await sleep(2000);
@@ -241,7 +248,7 @@ async function run(stop) {
     waiting = await waitingOn(survivor);
     const restored = logRecords(survivor, 'partition restored from the changelog').at(-1) ?? {};
     const result = {
-      stop, waiting_deliveries: accepted, fill_s: Number(fillS.toFixed(1)), api_s: Number(s(apiMs)), get_s: Number(s(getMs)), complete_s: Number(s(completeMs)), owner_exit_s: Number(s(ownerExitMs)),
+      stop, waiting_deliveries: accepted, fill_s: Number(fillS.toFixed(1)), api_s: Number(s(apiMs)), get_s: Number(s(getMs)), complete_s: Number(s(completeMs)), owner_exit_s: Number(s(ownerExitMs)), owner_anon_mb_after_fill: Number(ownerAnonMb.toFixed(1)), owner_peak_anon_mb_fill: Number(ownerPeakAnonMb.toFixed(1)), owner_snapshot_records: ownerSnapshots,
       restore_s: restored.ms !== undefined ? Number(s(restored.ms)) : null, restored_records: restored.restored ?? null,
       survivor_cpu_s: Number(cpuS.toFixed(2)), anon_mb_before: Number(anonBefore.toFixed(1)), anon_mb_at_rest: Number(memory.anonMb.toFixed(1)), peak_anon_mb: Number(peakAnonMb.toFixed(1)),
       waiting_after: waiting, expected, lost: Math.max(0, expected - waiting), b_ingest, load_average: os.loadavg().map((x) => Number(x.toFixed(2))),
