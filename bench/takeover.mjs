@@ -28,6 +28,8 @@
 //   BENCH_B_RATE [20]; BENCH_SETTLE [5]; HOOKLINE_PARTITIONS [8]; BENCH_PROFILE_DIR (every node runs
 //   with --cpu-prof into it); BENCH_NODE_ARGS (more node options); BENCH_KEEP=1 keeps dirs and logs.
 //   HOOKLINE_* variables in the environment reach the nodes (e.g. HOOKLINE_DELIVERY_WINDOW).
+//   BENCH_STOP_DURING=snapshot: the fill ends and the stop comes as soon as the owner has started its
+//   BENCH_STOP_SNAPSHOT-th [2] snapshot of A's partition (a stop that meets a snapshot being written).
 // Smoke run: BENCH_TAKEOVER=20000 BENCH_STOPS=term npm run bench:takeover
 // Prints each figure as measured, and a JSON line with all of them (also bench/results/takeover.json).
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -49,6 +51,8 @@ const B_RATE = num('BENCH_B_RATE', 20);
 const SETTLE_S = num('BENCH_SETTLE', 5);
 const PARTITIONS = num('HOOKLINE_PARTITIONS', 8);
 const KEEP = env.BENCH_KEEP === '1';
+/** With BENCH_STOP_DURING=snapshot, the fill ends and the stop comes once the owner has started this many snapshots of A's partition. */
+const STOP_DURING_SNAPSHOT = env.BENCH_STOP_DURING === 'snapshot' ? num('BENCH_STOP_SNAPSHOT', 2) : 0;
 const SERVE_JS = path.join(root, 'dist', 'cli', 'main.js');
 const ADMIN_KEY = 'hk_bench_takeover_admin';
 const DEAD_URL = 'http://127.0.0.1:9/dead';
@@ -116,13 +120,22 @@ async function atRest(pid, timeoutMs = 600_000) {
 const logRecords = (node, msg) => readFileSync(node.logFile, 'utf8').split('\n').filter((l) => l.includes(msg)).map((l) => JSON.parse(l));
 
 async function fill(owner, project) {
+  let checkedAt = 0;
+  let snapshotStarted = false;
+  // Read at most twice a second: the owner's log, for the snapshot to stop during.
+  const stopNow = () => {
+    if (!STOP_DURING_SNAPSHOT || snapshotStarted || nowMs() - checkedAt < 500) return snapshotStarted;
+    checkedAt = nowMs();
+    snapshotStarted = logRecords(owner, 'partition changelog snapshot started').length >= STOP_DURING_SNAPSHOT;
+    return snapshotStarted;
+  };
   const pad = eventPadding(EVENT_BYTES);
   const t0 = nowMs();
   let next = 0;
   let accepted = 0;
   let sampleDeliveryId = null;
   const worker = async () => {
-    while (next < TOTAL) {
+    while (next < TOTAL && !stopNow()) {
       const from = next;
       next = Math.min(TOTAL, next + BATCH);
       const events = [];
@@ -144,7 +157,8 @@ async function fill(owner, project) {
   await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
   const fillS = (nowMs() - t0) / 1000;
   await waitFor('every delivery of the fill waiting', async () => (await waitingOn(owner)) >= accepted, { timeoutMs: 600_000, intervalMs: 500 });
-  await atRest(owner.cp.pid);
+  if (snapshotStarted) log(`fill: stopped at ${accepted}: the owner started snapshot ${STOP_DURING_SNAPSHOT} of A's partition`);
+  else await atRest(owner.cp.pid);
   log(`fill: ${accepted} events of A accepted in ${fillS.toFixed(1)} s (${Math.round(accepted / fillS)}/s); the owner shows them waiting and is at rest`);
   return { accepted, fillS, sampleDeliveryId };
 }

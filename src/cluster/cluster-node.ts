@@ -205,6 +205,8 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
       if (this.stopping || !this.changelog.snapshotDue(partition) || !this.actsFor(partition)) continue;
       const started = Date.now();
       try {
+        // Logged: a snapshot of a partition of millions of records takes minutes.
+        this.logger.info({ partition }, 'partition changelog snapshot started');
         const counts = { leftOut: 0 };
         const records = readPartitionRecords(this.engine.store, { owns: (projectId) => this.partitionOf(projectId) === partition, leaveOut: this.engine.pastRetention(), chunk: SNAPSHOT_CHUNK }, counts);
         const snapshot = await this.changelog.compact(partition, records, () => !this.stopping && this.leases.isValid(partition));
