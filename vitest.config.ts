@@ -6,6 +6,7 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // Docker images and compose stacks: `npm run test:deploy` (test/deploy/vitest.config.ts).
     exclude: [...configDefaults.exclude, 'test/deploy/**'],
+    globalSetup: ['test/global-setup.ts'],
     // Vitest's own default is one file less than the cores: a single file at a time on a 2-core
     // machine. The files mostly wait (child nodes, nats-server, retry timers, Chromium), each with its
     // own ports, data directory and NATS names, so one more file than the cores runs at once;
