@@ -288,7 +288,8 @@ describe('partition changelog snapshots', () => {
         ],
       },
     );
-  });
+    // 60 runs over the shared NATS: 5 s idle, past 30 s measured beside CI's other suites.
+  }, 120_000);
 
   it('reads the marked snapshot, then the batches after what it covers: a batch stored between its messages wins', async () => {
     const { changelog, stream, prefix } = await changelogHolding(8);
