@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// The one build of the package, run by `npm run build`, by `npm pack`/`npm publish` (prepack) and,
+// The one build of the package, run by `npm run build`, by `npm pack`/`npm publish` (prepack), by an
+// install of the repository, a folder or a git URL (prepare, scripts/prepare.mjs: when stale) and,
 // only when dist/ is missing or stale, by `npm start` (prestart) and the tests that run dist/:
 //   1. tsc: src/ → dist/ (ESM, with .d.ts), what the CLI, the server and `import 'hookline/sdk'` load;
 //   2. the dashboard: web/ → dist/ui (scripts/build-ui.mjs);

@@ -124,8 +124,8 @@ export async function configureReceiver(
   return secret;
 }
 
-/** Polls the log API until the delivery reaches `status`; returns its detail. */
-export function waitForDeliveryStatus(client: HooklineClient, deliveryId: string, status: DeliveryStatus, timeoutMs = 5_000): Promise<DeliveryDetail> {
+/** Polls the log API until the delivery reaches `status` (by default within 15 s, as `waitFor`); returns its detail. */
+export function waitForDeliveryStatus(client: HooklineClient, deliveryId: string, status: DeliveryStatus, timeoutMs = 15_000): Promise<DeliveryDetail> {
   return waitFor(
     async () => {
       const detail = await client.getDelivery(deliveryId);

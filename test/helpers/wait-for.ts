@@ -3,7 +3,10 @@
  */
 
 export interface WaitForOptions {
-  /** Give up after this long. @default 5000 */
+  /**
+   * Give up after this long. Reached only when the test fails: generous, since a CI machine running
+   * several suites at once can take seconds over what takes milliseconds idle. @default 15000
+   */
   timeoutMs?: number;
   /** Time between two polls. @default 10 */
   intervalMs?: number;
@@ -18,7 +21,7 @@ const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * deadline passes (then throws, naming what was awaited and the last value or error seen).
  */
 export async function waitFor<T>(predicate: () => T | Promise<T>, options: WaitForOptions = {}): Promise<NonNullable<T>> {
-  const { timeoutMs = 5_000, intervalMs = 10, message = 'condition' } = options;
+  const { timeoutMs = 15_000, intervalMs = 10, message = 'condition' } = options;
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   let lastError: unknown;

@@ -122,7 +122,9 @@ describe('waiting deliveries on disk', () => {
 
   it('refuses a project past HOOKLINE_MAX_WAITING_PER_PROJECT, naming it, while another project on the node is served', async () => {
     const receiver = await startReceiver();
-    const hookline = await startTestHookline({ maxWaitingPerProject: 5, adminKey: ADMIN_KEY });
+    // A retry an hour away: A's deliveries stay waiting however long a busy machine takes over the test
+    // (the helpers' 50 and 100 ms retries could dead-letter one between two requests).
+    const hookline = await startTestHookline({ maxWaitingPerProject: 5, adminKey: ADMIN_KEY, retrySchedule: [0, 3_600_000] });
     // Project A (the test key's project): its endpoint is dead (nothing listens on port 9).
     await hookline.client.configureWebhook({ callbackUrl: 'http://127.0.0.1:9/dead', status: 'active', eventTypes: ALL_TYPES });
     const created = await hookline.api('POST', '/admin/v1/projects', { body: { name: 'healthy' }, key: ADMIN_KEY });

@@ -364,7 +364,8 @@ describe('partition changelog snapshots', () => {
         ],
       },
     );
-  });
+    // 60 runs over the shared NATS: 5 s idle, past 30 s measured beside CI's other suites.
+  }, 120_000);
 
   it('streams a snapshot of many chunks and messages from LMDB, restoring the same records; a lost lease abandons it unmarked', async () => {
     const { changelog, stream, prefix } = await changelogHolding(12);

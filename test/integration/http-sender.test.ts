@@ -189,19 +189,20 @@ describe('HttpSender against real receivers', () => {
   });
 
   it('starts the timeout of a send beyond the origin\'s connections only when it is sent, and sends them in order', async () => {
-    // Two paths of one origin (two endpoints there), one connection: each answer takes 400 ms, the
-    // timeout is 600 ms. The second send waits 400 ms for the connection, then takes 400 ms itself:
-    // counted from the call (undici's queue) it timed out at 600 ms, 200 ms before it was answered.
-    const answers: (() => void)[] = [];
-    const receiver = await startReceiver((_req, res) => answers.push(() => res.writeHead(204).end()));
-    const answerIn = setInterval(() => answers.shift()?.(), 400);
-    cleanups.push(() => clearInterval(answerIn));
-    const sender = newSender({ timeoutMs: 600, maxConnectionsPerOrigin: 1 });
+    // Two paths of one origin (two endpoints there), one connection: each request is answered 500 ms
+    // after it arrives, the timeout is 900 ms. The second send waits 500 ms for the connection, then
+    // takes 500 ms itself: counted from the call (undici's queue) it timed out at 900 ms, 100 ms
+    // before it was answered. Each send has 400 ms to spare for a busy machine.
+    const receiver = await startReceiver((_req, res) => {
+      const answer = setTimeout(() => res.writeHead(204).end(), 500);
+      cleanups.push(() => clearTimeout(answer));
+    });
+    const sender = newSender({ timeoutMs: 900, maxConnectionsPerOrigin: 1 });
     const origin = new URL(receiver.url).origin;
     const outcomes = await Promise.all([sender.send({ url: `${origin}/a`, headers: {}, body }), sender.send({ url: `${origin}/b`, headers: {}, body })]);
 
     expect(outcomes.map((outcome) => outcome.errorCode)).toEqual([null, null]);
-    expect(outcomes.every((outcome) => outcome.ok && outcome.durationMs < 600)).toBe(true);
+    expect(outcomes.every((outcome) => outcome.ok && outcome.durationMs < 900)).toBe(true);
     expect(receiver.requests.map((request) => request.url)).toEqual(['/a', '/b']);
     expect(receiver.connections).toBe(1);
   });

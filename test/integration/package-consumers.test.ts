@@ -1,5 +1,5 @@
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -45,7 +45,8 @@ beforeAll(() => {
   installOutput = succeed('npm', ['install', join(work.path, tarball)], consumer);
 }, 300_000);
 
-afterAll(() => work.remove());
+// The folder holds a whole install (the unbuilt checkout's node_modules): long to remove on a busy machine.
+afterAll(() => work.remove(), 120_000);
 
 const SIGN_AND_VERIFY = `
   const secret = sdk.generateSecret();
@@ -69,7 +70,9 @@ describe('the repository used in place builds nothing (it used to run a 19 s bui
     succeed('npm', ['init', '-y'], folder);
     // Foreground scripts: a lifecycle script of hookline, were there one, would print its banner here.
     const output = succeed('npm', ['install', '--foreground-scripts', REPO], folder);
-    expect(output).not.toMatch(/> hookline@\S+ (prepare|prepack|build)/);
+    // Its prepare (scripts/prepare.mjs) runs, and finds dist/ as new as the sources.
+    expect(output).toMatch(/> hookline@\S+ prepare/);
+    expect(output).not.toMatch(/building it once|installing the dev dependencies/);
     expect(builtAt()).toBe(before);
     expect(run(process.execPath, ['-e', "require('hookline/sdk')"], folder).status).toBe(0);
   });
@@ -83,6 +86,29 @@ describe('the repository used in place builds nothing (it used to run a 19 s bui
     expect(help.stdout).toMatch(/serve/);
     expect(builtAt()).toBe(before);
   });
+});
+
+describe('an unbuilt checkout builds on install (issue 37: `npx hookline` answered "hookline: not found")', () => {
+  it('npm install <a checkout with no dist/ nor node_modules> from another folder: its dev dependencies installed there (npm ci, whose prepare builds), npx hookline works', () => {
+    // The files a checkout holds that the install and the build read (scripts/build.mjs's SOURCES).
+    const checkout = join(work.path, 'unbuilt-checkout');
+    mkdirSync(checkout);
+    for (const entry of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts', 'src', 'web']) {
+      cpSync(join(ROOT, entry), join(checkout, entry), { recursive: true });
+    }
+    const folder = join(work.path, 'unbuilt-consumer');
+    mkdirSync(folder);
+    succeed('npm', ['init', '-y'], folder);
+    const output = succeed('npm', ['install', '--prefer-offline', '--foreground-scripts', checkout], folder);
+    expect(output).toMatch(/installing the dev dependencies in .*unbuilt-checkout/);
+    expect(existsSync(join(checkout, 'dist', '.build-stamp'))).toBe(true);
+    const help = run('npx', ['--no-install', 'hookline', '--help'], folder);
+    expect(help.status, help.stderr).toBe(0);
+    expect(help.stdout).toMatch(/serve/);
+    // `npx hookline` in the checkout itself (`npm ci && npx hookline --help`, the README's first step).
+    const inPlace = run('npx', ['--no-install', 'hookline', '--help'], checkout);
+    expect(inPlace.status, inPlace.stderr).toBe(0);
+  }, 300_000);
 });
 
 describe('an installed hookline', () => {
@@ -140,5 +166,6 @@ export const fromFetch = async (request: Request, secret: string): Promise<boole
 
     const misuse = run(process.execPath, [TSC, '-p', 'tsconfig.misuse.json'], consumer);
     expect(misuse.stdout).toMatch(/misuse\.cts.*error TS2322.*Promise<DeliveryStats>/);
-  });
+    // Three whole type-checks, 7 s on an idle 2-core machine: 42 s measured beside CI's other suites.
+  }, 120_000);
 });
