@@ -186,6 +186,13 @@ export function metricValue(text, name) {
   return match ? Number(match[1]) : Number.NaN;
 }
 
+/** The sum of every series of metric `name` (all its label sets) in a Prometheus text exposition. */
+export function metricSum(text, name) {
+  let sum = 0;
+  for (const match of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'gm'))) sum += Number(match[1]);
+  return sum;
+}
+
 /** The `p` quantile (0..1, nearest rank below) of an ascending array; null when empty; rounded to `digits` when given. */
 export function quantile(sorted, p, digits = null) {
   if (!sorted.length) return null;
