@@ -70,6 +70,11 @@ export class DeliveryLifecycle {
   private readonly window: DeliveryWindow;
   /** Deliveries not yet final, held or on disk: what HOOKLINE_MAX_WAITING_PER_PROJECT bounds. */
   private waitingCount: number;
+  /**
+   * Settles once the deliveries waiting on disk when this lifecycle began are all in `waiting`: a
+   * large backlog is counted in turns after the start, and admission counts what is counted so far.
+   */
+  readonly counted: Promise<void>;
   /** The endpoint's circuit breaker; none for operational deliveries, which govern no endpoint. */
   readonly circuit: EndpointCircuit | null;
 
@@ -87,7 +92,15 @@ export class DeliveryLifecycle {
       load: (entry) => this.loadFromDisk(entry),
       onError: (error) => deps.logger.error({ err: error, projectId }, 'could not remove stale due index entries; they are skipped when read'),
     });
-    this.waitingCount = deps.store.deliveryTables.countInStatuses(projectId, WAITING_STATUSES);
+    // Counted in turns from one snapshot (millions take seconds): changes made since add to it as they happen.
+    const { counted, rest } = deps.store.deliveryTables.countInStatusesInTurns(projectId, WAITING_STATUSES);
+    this.waitingCount = counted;
+    this.counted = rest
+      ? rest.then(
+          (more) => void (this.waitingCount += more),
+          (error: unknown) => deps.logger.warn({ err: error, projectId }, 'could not finish counting the waiting deliveries on disk (the store closed?)'),
+        )
+      : Promise.resolve();
     this.pacer = new EndpointPacer(deps.clock, deps.endpointConcurrency, () => this.pump());
     this.pacer.configure(config.webhook());
     this.circuit = config.notify ? new EndpointCircuit(projectId, deps, config, config.notify) : null;

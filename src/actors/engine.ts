@@ -296,22 +296,27 @@ export class Engine implements BatchEventSink {
   /**
    * Starts the projects matching `owns` that have waiting deliveries (at start, or as this node
    * takes their partitions over): each one's actor reads what is due soon into memory, and the
-   * rest waits on disk (delivery-window.ts). Returns how many deliveries wait.
+   * rest waits on disk (delivery-window.ts). Their count is finished in turns (delivery-tables.ts,
+   * `countInStatusesInTurns`) and logged once done.
    */
-  resumeProjects(owns: (projectId: string) => boolean): number {
-    let waiting = 0;
+  resumeProjects(owns: (projectId: string) => boolean): void {
+    const resumed: ProjectActor[] = [];
     for (const project of this.store.allProjects()) {
       if (!owns(project.id)) continue;
       this.warnIfUnreachable(project.id);
-      // A project with none gets no actor until it is used; its actor counts them (once, natively).
+      // A project with none gets no actor until it is used; its actor counts them.
       const tables = this.store.deliveryTables;
       if (!tables.hasAnyIn(project.id, WAITING_STATUSES) && !tables.hasAnyIn(operationalStoreId(project.id), WAITING_STATUSES)) continue;
       const actor = this.actorFor(project.id);
       actor.startFromDisk();
-      waiting += actor.waitingWithOperational;
+      resumed.push(actor);
     }
-    if (waiting > 0) this.logger.info({ waiting, held: this.heldDeliveries.count }, 'resumed waiting deliveries from LMDB (those due soon into memory, the rest on disk)');
-    return waiting;
+    if (resumed.length === 0) return;
+    void Promise.all(resumed.map((actor) => actor.counted)).then(() => {
+      let waiting = 0;
+      for (const actor of resumed) waiting += actor.waitingWithOperational;
+      this.logger.info({ waiting, held: this.heldDeliveries.count }, 'resumed waiting deliveries from LMDB (those due soon into memory, the rest on disk)');
+    });
   }
 
   /**

@@ -89,6 +89,11 @@ export class ProjectActor {
     return this.lifecycle.waiting;
   }
 
+  /** Settles once the deliveries waiting on disk at the actor's start are all counted (delivery-lifecycle.ts). */
+  get counted(): Promise<void> {
+    return Promise.all([this.lifecycle.counted, this.operational.counted]).then(() => undefined);
+  }
+
   /** The project's waiting deliveries and its operational ones. */
   get waitingWithOperational(): number {
     return this.lifecycle.waiting + this.operational.waiting;
