@@ -98,7 +98,8 @@ export class DeliveryLifecycle {
     this.counted = rest
       ? rest.then(
           (more) => void (this.waitingCount += more),
-          (error: unknown) => deps.logger.warn({ err: error, projectId }, 'could not finish counting the waiting deliveries on disk (the store closed?)'),
+          // A stop during the count closes the store under it: expected then, not worth a warning.
+          (error: unknown) => void (deps.nodeStopping() || deps.logger.warn({ err: error, projectId }, 'could not finish counting the waiting deliveries on disk')),
         )
       : Promise.resolve();
     this.pacer = new EndpointPacer(deps.clock, deps.endpointConcurrency, () => this.pump());

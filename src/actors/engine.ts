@@ -313,6 +313,7 @@ export class Engine implements BatchEventSink {
     }
     if (resumed.length === 0) return;
     void Promise.all(resumed.map((actor) => actor.counted)).then(() => {
+      if (this.stopping) return;
       let waiting = 0;
       for (const actor of resumed) waiting += actor.waitingWithOperational;
       this.logger.info({ waiting, held: this.heldDeliveries.count }, 'resumed waiting deliveries from LMDB (those due soon into memory, the rest on disk)');

@@ -324,8 +324,15 @@ export class DeliveryTables {
       }
       return true;
     };
+    const release = (): void => {
+      try {
+        snapshot.done();
+      } catch {
+        // The store closed meanwhile (a stop during the count): nothing is held any more.
+      }
+    };
     if (walk()) {
-      snapshot.done();
+      release();
       return { counted, rest: null };
     }
     const now = counted;
@@ -334,10 +341,10 @@ export class DeliveryTables {
       const turn = (): void => {
         try {
           if (!walk()) return void setImmediate(turn);
-          snapshot.done();
+          release();
           resolve(counted);
         } catch (error) {
-          snapshot.done();
+          release();
           reject(error);
         }
       };
