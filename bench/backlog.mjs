@@ -62,7 +62,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { busyCores, cpuSeconds, dirSizeMb, freePort, jsonReport, killTree, launch, machineCpu, metricValue, nowMs, num, procMemory, request, serveEnv, sleep, stopChild, waitFor, webhookRecord, writeRetrying } from './lib.mjs';
+import { busyCores, cpuSeconds, dirSizeMb, freePort, jsonReport, killTree, launch, machineCpu, metricValue, nowMs, num, procMemory, quantile, request, serveEnv, sleep, stopChild, waitFor, webhookRecord, writeRetrying } from './lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
@@ -255,10 +255,7 @@ async function projectB(label, node, receiver, { latencyFirst = false, progress 
   return { ingest, latency: await measureLatency(label, node, receiver, apiKey, progress) };
 }
 
-const median = (values) => {
-  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b);
-  return sorted.length ? sorted[Math.floor((sorted.length - 1) / 2)] : NaN;
-};
+const median = (values) => quantile(values.filter(Number.isFinite).sort((a, b) => a - b), 0.5) ?? NaN;
 
 /**
  * B on the backlog node against B on a fresh node, both up at once (the one not measured idles):

@@ -49,6 +49,9 @@ const PROJECT_LOG_KEYS_MODEL = 2;
 /** Whole records converted per commit by the conversion at open. */
 const CONVERSION_BATCH = 10_000;
 
+/** Index keys a gradual count walks in one turn of the event loop (about 20 ms here). */
+const COUNT_TURN = 50_000;
+
 /**
  * The LMDB tables of deliveries: heads (`deliveries`), the status index whose values are the
  * schedules a restart resumes from (`deliveries-by-status`), and the transitions and attempts under
@@ -56,9 +59,6 @@ const CONVERSION_BATCH = 10_000;
  * are issued inside the caller's commit (`HooklineStore` owns commits, durability and replication);
  * none reads what it replaces.
  */
-/** Index keys a gradual count walks in one turn of the event loop (about 20 ms here). */
-const COUNT_TURN = 50_000;
-
 export class DeliveryTables {
   readonly heads: Database<DeliveryHead, HeadKey>;
   readonly byStatus: Database<DeliverySchedule, StatusKey>;
@@ -295,7 +295,6 @@ export class DeliveryTables {
     return last;
   }
 
-  /** How many of the project's deliveries are in `statuses` (a count LMDB makes natively, without decoding). */
   /**
    * Counts the project's deliveries in `statuses` as one read snapshot held them when called: up to
    * `keysPerTurn` index keys now (`counted`), the rest in later turns of the event loop (`rest`,
@@ -353,6 +352,7 @@ export class DeliveryTables {
     return { counted: now, rest };
   }
 
+  /** How many of the project's deliveries are in `statuses` (a count LMDB makes natively, without decoding). */
   countInStatuses(projectId: string, statuses: readonly DeliveryStatus[]): number {
     let count = 0;
     for (const status of statuses) count += this.byStatus.getKeysCount({ start: [projectId, status, ''], end: [projectId, status, '\uffff'] });

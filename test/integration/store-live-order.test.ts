@@ -26,6 +26,12 @@ function records(n: number, status: DeliveryStatus, at: number): { event: EventR
   return { event, delivery };
 }
 
+/** Stores delivery `n` of the project in `status` with its event, as an ingest does. */
+function ingest(store: HooklineStore, projectId: string, n: number, status: DeliveryStatus, at: number): Promise<unknown> {
+  const { event, delivery } = records(n, status, at);
+  return store.writeIngest(projectId, event, delivery);
+}
+
 describe('DeliveryTables.forEachById', () => {
   it('gives every live delivery of the project once, with its status and due time, in ascending id order (seeded)', async () => {
     const store = new HooklineStore({ path: testDataDir() });
@@ -37,7 +43,7 @@ describe('DeliveryTables.forEachById', () => {
           const at = 1_790_000_000_000;
           // Written in a shuffled order, so the index order is the store's, not the writes'.
           const order = statuses.map((status, n) => ({ status, n })).sort((a, b) => ((a.n * 7919) % 41) - ((b.n * 7919) % 41));
-          await Promise.all(order.map(({ status, n }) => { const { event, delivery } = records(n, status, at); return store.writeIngest(projectId, event, delivery); }));
+          await Promise.all(order.map(({ status, n }) => ingest(store, projectId, n, status, at)));
           const got: Array<{ id: string; status: DeliveryStatus; schedule: DeliverySchedule }> = [];
           store.deliveryTables.forEachById(projectId, LIVE, '', (id, status, schedule) => void got.push({ id, status, schedule }));
           const expected = statuses.map((status, n) => ({ status, n })).filter(({ status }) => LIVE.includes(status));
@@ -61,11 +67,11 @@ describe('DeliveryTables.countInStatusesInTurns', () => {
         fc.asyncProperty(fc.array(fc.constantFrom(...STATUSES), { maxLength: 40 }), fc.integer({ min: 1, max: 9 }), fc.integer({ min: 0, max: 5 }), async (statuses, keysPerTurn, later) => {
           const projectId = `prj_count_${run++}`;
           const at = 1_790_000_000_000;
-          await Promise.all(statuses.map((status, n) => { const { event, delivery } = records(n, status, at); return store.writeIngest(projectId, event, delivery); }));
+          await Promise.all(statuses.map((status, n) => ingest(store, projectId, n, status, at)));
           const expected = statuses.filter((status) => LIVE.includes(status)).length;
           const { counted, rest } = store.deliveryTables.countInStatusesInTurns(projectId, LIVE, keysPerTurn);
           // Written after the snapshot: not counted (the lifecycle adds what it admits itself).
-          await Promise.all(Array.from({ length: later }, (_, i) => { const { event, delivery } = records(1000 + i, 'pending', at); return store.writeIngest(projectId, event, delivery); }));
+          await Promise.all(Array.from({ length: later }, (_, i) => ingest(store, projectId, 1000 + i, 'pending', at)));
           // Counted at once while a range's rest is short; otherwise in later turns.
           if (expected < keysPerTurn) expect(rest).toBeNull();
           expect(counted + ((await rest) ?? 0)).toBe(expected);
