@@ -42,7 +42,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { PERF_NODE_ARGS, countReceipt, cpuSeconds, drive, freePort, launch as launchChild, listenReceiver, nowMs, num, request as requestWith, sleep, startPerfRecording, stopChild, waitFor as waitForWith } from './lib.mjs';
+import { PERF_NODE_ARGS, countReceipt, startNatsServers, cpuSeconds, drive, freePort, launch as launchChild, listenReceiver, nowMs, num, request as requestWith, sleep, startPerfRecording, stopChild, waitFor as waitForWith } from './lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
@@ -371,42 +371,14 @@ async function failover(lease) {
   }
 }
 
-/**
- * `size` nats-server processes of the bench's own (JetStream, a store each, routed to each other
- * when more than one), plain TCP on loopback: the figures are the replicas' cost, not TLS's.
- */
-async function startNatsServers(size) {
-  const dir = mkdtempSync(path.join(os.tmpdir(), `hookline-bench-nats${size}-`));
-  tempDirs.add(dir);
-  const ports = [];
-  for (let i = 0; i < size; i++) ports.push({ client: await freePort(), route: await freePort() });
-  const servers = ports.map(({ client, route }, i) => {
-    const routes = ports.filter((_, j) => j !== i).map((peer) => `nats-route://127.0.0.1:${peer.route}`);
-    const config = path.join(dir, `n${i + 1}.conf`);
-    writeFileSync(config, [
-      `server_name: n${i + 1}`,
-      `listen: 127.0.0.1:${client}`,
-      `jetstream { store_dir: "${path.join(dir, `store-n${i + 1}`)}" }`,
-      ...(size > 1 ? [`cluster { name: hlbench, listen: 127.0.0.1:${route}, routes: [${routes.join(', ')}] }`] : []),
-    ].join('\n'));
-    const cp = launchChild('nats-server', ['-c', config], { logFile: path.join(dir, `n${i + 1}.log`), children });
-    return cp;
-  });
-  const url = ports.map(({ client }) => `nats://127.0.0.1:${client}`).join(',');
-  const { connect } = await import('@nats-io/transport-node');
-  const { jetstreamManager } = await import('@nats-io/jetstream');
-  const probe = await waitFor('nats-server up', () => connect({ servers: url.split(','), timeout: 2_000 }), { timeoutMs: 30_000, intervalMs: 200 });
-  await waitFor('JetStream of the NATS servers', async () => (await jetstreamManager(probe)).getAccountInfo(), { timeoutMs: 60_000, intervalMs: 250 });
-  await probe.close();
-  return { url, pids: servers.map((cp) => cp.pid), stop: () => Promise.all(servers.map((cp) => stopChild(cp))) };
-}
-
 /** Replicas 3 on a three-server NATS cluster against replicas 1 on one server, same load. */
 async function replicas() {
   const rows = [];
   const nodes = num('BENCH_REPLICA_NODES', 3);
   for (const [size, replicaCount] of [[1, 1], [3, 3]]) {
-    const nats = await startNatsServers(size);
+    const dir = mkdtempSync(path.join(os.tmpdir(), `hookline-bench-nats${size}-`));
+    tempDirs.add(dir);
+    const nats = await startNatsServers(size, dir, children);
     try {
       const row = await throughput(nodes, 'nats', { label: `${size}-server NATS, replicas ${replicaCount}`, natsPids: nats.pids, clusterOptions: { natsUrl: nats.url, nodeEnv: { HOOKLINE_NATS_REPLICAS: String(replicaCount) } } });
       rows.push({ nats_servers: size, replicas: replicaCount, ...row });

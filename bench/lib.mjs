@@ -356,3 +356,32 @@ export async function writeRetrying(store, projectId, { count, tag, eventBytes =
     if ((from / CHUNK) % 10 === 0) progress(from + writes.length);
   }
 }
+
+/**
+ * `size` nats-server processes of a bench's own (JetStream, a store each under `dir`, routed to each
+ * other when more than one), plain TCP on loopback, added to `children`: a bench's figures are then
+ * not shared with the machine's NATS, nor are its streams. `stop()` ends them.
+ */
+export async function startNatsServers(size, dir, children = null) {
+  const ports = [];
+  for (let i = 0; i < size; i++) ports.push({ client: await freePort(), route: await freePort() });
+  const servers = ports.map(({ client, route }, i) => {
+    const routes = ports.filter((_, j) => j !== i).map((peer) => `nats-route://127.0.0.1:${peer.route}`);
+    const config = path.join(dir, `n${i + 1}.conf`);
+    writeFileSync(config, [
+      `server_name: n${i + 1}`,
+      `listen: 127.0.0.1:${client}`,
+      `jetstream { store_dir: "${path.join(dir, `store-n${i + 1}`)}" }`,
+      ...(size > 1 ? [`cluster { name: hlbench, listen: 127.0.0.1:${route}, routes: [${routes.join(', ')}] }`] : []),
+    ].join('\n'));
+    return launch('nats-server', ['-c', config], { logFile: path.join(dir, `n${i + 1}.log`), children });
+  });
+  const url = ports.map(({ client }) => `nats://127.0.0.1:${client}`).join(',');
+  const { connect } = await import('@nats-io/transport-node');
+  const { jetstreamManager } = await import('@nats-io/jetstream');
+  const options = { timeoutMs: 30_000, intervalMs: 200, showLastError: true };
+  const probe = await waitFor('nats-server up', () => connect({ servers: url.split(','), timeout: 2_000 }), options);
+  await waitFor('JetStream of the NATS servers', async () => (await jetstreamManager(probe)).getAccountInfo(), { ...options, timeoutMs: 60_000, intervalMs: 250 });
+  await probe.close();
+  return { url, pids: servers.map((cp) => cp.pid), stop: () => Promise.all(servers.map((cp) => stopChild(cp))) };
+}

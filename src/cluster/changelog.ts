@@ -6,7 +6,8 @@ import { ensureStream, reachJetStream, type SetupLog } from '../transport/nats-s
 import { pack, unpack, unpackMultiple } from 'msgpackr';
 import { DEFAULT_CHANGELOG_SNAPSHOT_EVERY } from '../config/settings.js';
 import { withChanges } from '../store/delivery-model.js';
-import type { DeliveryChange, DeliveryRecord, EventRecord, WebhookRecord } from '../store/records.js';
+import type { ChangelogEntry, DeliverySteps } from '../store/changelog-restore.js';
+import type { DeliveryChange, DeliveryRecord } from '../store/records.js';
 
 /**
  * Each partition's state as a JetStream changelog. A node taking a partition over reads the
@@ -43,17 +44,8 @@ import type { DeliveryChange, DeliveryRecord, EventRecord, WebhookRecord } from 
  * read the previous marker and is still restoring from it finds everything it needs.
  */
 
-export type ChangelogRecord =
-  | { kind: 'delivery'; projectId: string; record: DeliveryRecord }
-  | { kind: 'event'; projectId: string; record: EventRecord }
-  | { kind: 'webhook'; projectId: string; record: WebhookRecord }
-  | { kind: 'steps'; projectId: string; record: DeliverySteps };
-
-/** Steps of one delivery committed together, in order. */
-export interface DeliverySteps {
-  id: string;
-  changes: readonly DeliveryChange[];
-}
+export type ChangelogRecord = ChangelogEntry;
+export type { DeliverySteps };
 
 /** What a restore hands on: records, a delivery's steps applied to it. */
 export type RestoredChange = Exclude<ChangelogRecord, { kind: 'steps' }>;
@@ -82,10 +74,8 @@ interface StoredMarker {
   marker: SnapshotMarker;
 }
 
-/** What reading a partition's changelog gives. */
-interface PartitionState {
-  /** Latest version of every record, by `recordKey`: the snapshot's, overlaid by the batches after it. */
-  latest: Map<string, ChangelogRecord>;
+/** Where a read of a partition's changelog ended. */
+interface PartitionRead {
   /** Sequence of the partition's last batch (0: none). */
   lastBatch: number;
   /** Entries of the batches read after the snapshot. */
@@ -93,6 +83,12 @@ interface PartitionState {
   /** Records in the snapshot read. */
   snapshotEntries: number;
   marker: StoredMarker | null;
+}
+
+/** What reading a partition's changelog into memory gives. */
+interface PartitionState extends PartitionRead {
+  /** Latest version of every record, by `recordKey`: the snapshot's, overlaid by the batches after it. */
+  latest: Map<string, ChangelogRecord>;
 }
 
 /** What a compaction did. */
@@ -123,6 +119,12 @@ const READ_BYTES_PER_PULL = 8 * 1024 * 1024;
  * loop: in one go, 30,000 deliveries with their steps held it for 200 ms (bench:changelog).
  */
 const RECORDS_PER_TURN = 5_000;
+
+/**
+ * Chunks a restore into LMDB has handed on and not seen committed: bounded, so that a slow disk
+ * holds back the read rather than let the partition pile up in memory.
+ */
+const CHUNKS_APPLYING = 4;
 
 /** Room left in a message for its headers, below the server's max_payload. */
 const HEADER_ROOM_BYTES = 4096;
@@ -310,31 +312,76 @@ export class PartitionChangelog {
    */
   async restore(partition: number, apply: (change: RestoredChange) => Promise<void> | void): Promise<number> {
     this.forget(partition);
-    const log = this.logOf(partition);
     const state = await this.read(partition);
     const records = withoutTakenBack(await withSteps(state.latest.values()));
     await Promise.all(records.map((change) => apply(change)));
-    log.lastSequence = state.lastBatch;
-    log.markerSequence = state.marker?.sequence ?? 0;
-    log.entriesSinceSnapshot = state.entriesAfterSnapshot;
-    log.snapshotEntries = state.snapshotEntries;
+    this.restored(partition, state);
     return records.length;
   }
 
   /**
+   * `restore` without holding the partition in memory: hands `apply` the partition's entries as
+   * appended (records and delivery steps), in chunks of about RECORDS_PER_TURN, in the order they
+   * lie over each other (the snapshot, then the batches after it); `apply` keeps the latest version
+   * of each (the store's `ChangelogRestore`). Up to CHUNKS_APPLYING chunks are applied while the next is read. Resolves
+   * with the entries' count once every chunk is applied.
+   */
+  async restoreInto(partition: number, apply: (entries: ChangelogRecord[]) => Promise<void>): Promise<number> {
+    this.forget(partition);
+    let chunk: ChangelogRecord[] = [];
+    let count = 0;
+    const applying: Array<Promise<void>> = [];
+    const handOn = async (): Promise<void> => {
+      // A few chunks queued at once share one LMDB commit (and its fsync) when the disk is slow.
+      while (applying.length >= CHUNKS_APPLYING) await applying.shift();
+      if (chunk.length === 0) return;
+      const applied = apply(chunk);
+      // Awaited in turn or at the end; not an unhandled rejection meanwhile.
+      applied.catch(() => {});
+      applying.push(applied);
+      chunk = [];
+    };
+    const state = await this.walk(partition, Number.POSITIVE_INFINITY, (change) => {
+      chunk.push(change);
+      count++;
+    }, handOn);
+    await handOn();
+    for (const applied of applying) await applied;
+    this.restored(partition, state);
+    return count;
+  }
+
+  /** Where the partition's subject stands once restored here: the next batch and snapshot are conditional on it. */
+  private restored(partition: number, state: PartitionRead): void {
+    const log = this.logOf(partition);
+    log.lastSequence = state.lastBatch;
+    log.markerSequence = state.marker?.sequence ?? 0;
+    log.entriesSinceSnapshot = state.entriesAfterSnapshot;
+    log.snapshotEntries = state.snapshotEntries;
+  }
+
+  /**
    * The partition's records from its last snapshot and the batches after it; with `upTo`, only
-   * batches up to that sequence (the snapshot is read whole). The snapshot's records and the later
-   * batches' are kept apart until the end: a batch stored while a snapshot was being written lies
-   * between its messages, and holds newer versions than they do.
+   * batches up to that sequence (the snapshot is read whole).
    */
   private async read(partition: number, upTo = Number.POSITIVE_INFINITY): Promise<PartitionState> {
-    const marker = await this.lastMarker(partition);
-    const snapshot = new Map<string, ChangelogRecord>();
     const latest = new Map<string, ChangelogRecord>();
-    // The snapshot's map becomes `latest` once the batches after it are laid over it, at the end.
-    const state: PartitionState = { latest: snapshot, lastBatch: marker?.marker.covers ?? 0, entriesAfterSnapshot: 0, snapshotEntries: 0, marker };
+    const state = await this.walk(partition, upTo, (change) => latest.set(recordKey(change), change), nextTurn);
+    return { ...state, latest };
+  }
+
+  /**
+   * Hands `visit` every entry of the partition's last snapshot, then of the batches after the last
+   * batch it covers (up to `upTo`), in that order: a later entry holds a newer version than an
+   * earlier one of the same record (a batch stored while a snapshot was being written lies between
+   * its messages, but the snapshot's subject is read first). `between` runs every RECORDS_PER_TURN
+   * entries or so (a yield, or a chunk handed on).
+   */
+  private async walk(partition: number, upTo: number, visit: (change: ChangelogRecord) => void, between: () => Promise<unknown>): Promise<PartitionRead> {
+    const marker = await this.lastMarker(partition);
+    const state: PartitionRead = { lastBatch: marker?.marker.covers ?? 0, entriesAfterSnapshot: 0, snapshotEntries: 0, marker };
     const batch = (message: JsMsg): number => {
-      const entries = collectBatch(message.data, latest);
+      const entries = visitBatch(message.data, visit);
       state.entriesAfterSnapshot += entries;
       state.lastBatch = message.seq;
       return entries;
@@ -346,24 +393,19 @@ export class PartitionChangelog {
         if (tokens[1] === LOG_TOKEN) return batch(message);
         // A snapshot left unfinished (it has no marker) is not read, nor is a marker.
         if (tokens[1] === SNAPSHOT_TOKEN || tokens[1] === MARKER_TOKEN) return 0;
-        const entries = collect([[tokens[1], tokens[2], unpack(message.data)]], latest);
+        const entries = visitEntries([[tokens[1], tokens[2], unpack(message.data)]], visit);
         state.entriesAfterSnapshot += entries;
         return entries;
-      });
+      }, between);
     } else {
       if (marker.marker.to > 0) {
         await this.readMessages(this.subjectOf(partition, SNAPSHOT_TOKEN), marker.marker.from, marker.marker.to, (message) => {
-          const entries = collectBatch(message.data, snapshot);
+          const entries = visitBatch(message.data, visit);
           state.snapshotEntries += entries;
           return entries;
-        });
+        }, between);
       }
-      await this.readMessages(this.subjectOf(partition, LOG_TOKEN), marker.marker.covers + 1, upTo, batch);
-    }
-    let laid = 0;
-    for (const [key, change] of latest) {
-      if (++laid % RECORDS_PER_TURN === 0) await nextTurn();
-      snapshot.set(key, change);
+      await this.readMessages(this.subjectOf(partition, LOG_TOKEN), marker.marker.covers + 1, upTo, batch, between);
     }
     return state;
   }
@@ -375,7 +417,7 @@ export class PartitionChangelog {
    * still pending at the partition's last one, and to wait for it for ever: only single subjects are
    * read from a start sequence.
    */
-  private async readMessages(filter: string, from: number, to: number, visit: (message: JsMsg) => number): Promise<void> {
+  private async readMessages(filter: string, from: number, to: number, visit: (message: JsMsg) => number, between: () => Promise<unknown>): Promise<void> {
     const consumer = await this.js.consumers.get(this.stream, { filter_subjects: filter, ...(from > 1 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from } : { deliver_policy: DeliverPolicy.All }) });
     if ((await consumer.info()).num_pending === 0) return;
     const messages = await consumer.consume({ max_bytes: READ_BYTES_PER_PULL });
@@ -392,7 +434,7 @@ export class PartitionChangelog {
         if (message.info.pending === 0 || message.seq === to) break;
         if (recordsThisTurn >= RECORDS_PER_TURN) {
           recordsThisTurn = 0;
-          await nextTurn();
+          await between();
         }
       }
     } finally {
@@ -467,18 +509,18 @@ export class PartitionChangelog {
   }
 }
 
-/** Adds the changes of a batch's entries to `into` (a later version replaces an earlier one); returns how many entries it read. */
-function collect(entries: unknown[], into: Map<string, ChangelogRecord>): number {
+/** Hands `visit` the changes of a batch's entries; returns how many entries it read. */
+function visitEntries(entries: unknown[], visit: (change: ChangelogRecord) => void): number {
   for (const entry of entries) {
     const change = decodeEntry(entry);
-    if (change) into.set(recordKey(change), change);
+    if (change) visit(change);
   }
   return entries.length;
 }
 
-/** `collect` for a batch message's data: a msgpack sequence of entries. */
-function collectBatch(data: Uint8Array, into: Map<string, ChangelogRecord>): number {
-  return collect(unpackMultiple(data) as unknown[], into);
+/** `visitEntries` for a batch message's data: a msgpack sequence of entries. */
+function visitBatch(data: Uint8Array, visit: (change: ChangelogRecord) => void): number {
+  return visitEntries(unpackMultiple(data) as unknown[], visit);
 }
 
 /** The changes packed as batch entries, one at a time. */

@@ -351,11 +351,14 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   // Partition ownership ------------------------------------------------------------------------
 
   async acquire(partition: number): Promise<void> {
-    const restored = await this.changelog.restore(partition, (change) => this.engine.store.restoreRecord(change.projectId, change));
+    const started = Date.now();
+    // Laid into LMDB as it is read, a chunk per commit: the partition is never held in memory.
+    const restoring = this.engine.store.restoring();
+    const restored = await this.changelog.restoreInto(partition, (entries) => restoring.apply(entries));
     const owns = (projectId: string) => this.partitionOf(projectId) === partition;
     // Served from here on: until now the API forwarded the partition's calls (to no one: 503).
     this.serving.add(partition);
-    this.logger.info({ partition, restored }, 'partition restored from the changelog');
+    this.logger.info({ partition, restored, ms: Date.now() - started }, 'partition restored from the changelog');
     this.engine.resumeProjects(owns);
     this.rpc.serve(partition);
     const durable = `${this.settings.natsDurable}-p${partition}`;

@@ -5,7 +5,10 @@ import type { DeliveryStatus } from '../machines/index.js';
 import { commitFailureCause, installCommitFailureGuard, observed } from './lmdb-commit-failures.js';
 import type { DeliveryIdentity } from './delivery-model.js';
 import { headOf } from './delivery-model.js';
+import { ChangelogRestore, putRestoredRecord, type RestoredRecord } from './changelog-restore.js';
 import { DeliveryTables } from './delivery-tables.js';
+
+export type { RestoredRecord } from './changelog-restore.js';
 import type { DueKey } from './delivery-tables.js';
 import { DiskQuota } from './disk-quota.js';
 import { DurableWrites } from './durable-writes.js';
@@ -45,12 +48,6 @@ export interface StoreReplicator {
   event(projectId: string, record: EventRecord, delivery: DeliveryRecord | null): Promise<void>;
   webhook(projectId: string, record: WebhookRecord): Promise<void>;
 }
-
-/** A record arriving from another node's changelog, stored as it is and not replicated again. */
-export type RestoredRecord =
-  | { kind: 'delivery'; record: DeliveryRecord }
-  | { kind: 'event'; record: EventRecord }
-  | { kind: 'webhook'; record: WebhookRecord };
 
 /**
  * LMDB persistence. Writes are asynchronous and lmdb-js commits every write issued in one event-loop
@@ -243,32 +240,14 @@ export class HooklineStore {
     await this.replicator?.event(projectId, event, delivery);
   }
 
-  /**
-   * Stores a record from the changelog over whatever this node had (cluster takeover), unless this
-   * node's copy is newer: a node that owned the partition before may hold a later version whose
-   * append never reached the changelog, and a restore must never move a record back in time. A
-   * delivery's transitions and an event's delivery ids only ever grow; a webhook carries `updatedAt`.
-   */
+  /** Stores a record from the changelog over whatever this node had, unless this node's copy is newer (`putRestoredRecord`). */
   async restoreRecord(projectId: string, restored: RestoredRecord): Promise<void> {
-    await observed(this.root.transaction(() => {
-      if (restored.kind === 'webhook') {
-        const previous = this.webhooks.get(projectId);
-        if (previous && previous.updatedAt > restored.record.updatedAt) return;
-        this.webhooks.put(projectId, restored.record);
-      } else if (restored.kind === 'event') {
-        const previous = this.events.get([projectId, restored.record.id]);
-        if (previous && previous.deliveryIds.length > restored.record.deliveryIds.length) return;
-        this.events.put([projectId, restored.record.id], restored.record);
-      } else {
-        const previous = this.deliveries.get([projectId, restored.record.id]);
-        if (previous && previous.transitionCount > restored.record.transitions.length) return;
-        if (previous) {
-          this.deliveriesByStatus.remove([projectId, previous.status, previous.id]);
-          this.deliveryTables.removeDue(projectId, previous.status, previous.nextAttemptAt, previous.id);
-        }
-        this.deliveryTables.putWholeRecord(projectId, restored.record);
-      }
-    }));
+    await observed(this.root.transaction(() => void putRestoredRecord(this, projectId, restored)));
+  }
+
+  /** Lays a partition's changelog into this store as it is read (a cluster takeover). */
+  restoring(): ChangelogRestore {
+    return new ChangelogRestore(this);
   }
 
   /**

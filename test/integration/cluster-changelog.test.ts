@@ -10,6 +10,8 @@ import type { ChangelogRecord, RestoredChange } from '../../src/cluster/changelo
 import type { DeliveryChange, DeliveryRecord, EventRecord } from '../../src/store/records.js';
 import { SHARED_NATS_URL, connectNats, deleteStreams } from '../helpers/nats.js';
 import { deliveryWithTransitions } from '../helpers/store-fixtures.js';
+import { makeTempDir } from '../helpers/temp-dir.js';
+import { HooklineStore } from '../../src/store/store.js';
 
 /**
  * The partition changelog against the shared JetStream: appends of one turn go out as one message,
@@ -85,6 +87,32 @@ async function restored(changelog: PartitionChangelog, partition: number): Promi
   const changes = new Map<string, RestoredChange>();
   await changelog.restore(partition, (change) => void changes.set(change.kind === 'webhook' ? `webhook:${change.projectId}` : change.record.id, change));
   return changes;
+}
+
+/** What a store holds of project p1, as `projected` shows a restore's records. */
+async function restoredIntoStore(changelog: PartitionChangelog, partition: number): Promise<Map<string, unknown>> {
+  const dir = makeTempDir('hookline-restore-into-');
+  const store = new HooklineStore({ path: dir.path });
+  try {
+    const restoring = store.restoring();
+    await changelog.restoreInto(partition, (entries) => restoring.apply(entries));
+    const held = new Map<string, unknown>();
+    const webhook = store.getWebhook('p1');
+    if (webhook) held.set('webhook:p1', webhook);
+    for (const { value } of store.events.getRange({ start: ['p1', ''], end: ['p1', '\uffff'] })) held.set(value.id, { deliveryIds: value.deliveryIds });
+    for (const { key } of store.deliveries.getRange({ start: ['p1', ''], end: ['p1', '\uffff'] })) held.set(key[1], projectedDelivery(store.getDelivery('p1', key[1])!));
+    return held;
+  } finally {
+    await store.close();
+    dir.remove();
+  }
+}
+
+const projectedDelivery = (record: DeliveryRecord) => ({ status: record.status, attempts: record.attempts, updatedAt: record.updatedAt, transitions: record.transitions.length, attemptLog: record.attemptLog.length });
+
+/** A restore's records as compared with a store's: a delivery's state and log lengths, an event's delivery ids. */
+function projected(records: Map<string, RestoredChange>): Map<string, unknown> {
+  return new Map([...records].map(([key, change]) => [key, change.kind === 'delivery' ? projectedDelivery(change.record) : change.kind === 'event' ? { deliveryIds: change.record.deliveryIds } : change.record]));
 }
 
 describe('partition changelog', () => {
@@ -247,6 +275,9 @@ describe('partition changelog snapshots', () => {
         const compacted = await changelogHolding(0);
         const plain = await changelogHolding(0);
         const transitions = new Map<number, number>();
+        // Transitions a delivery holds without a gap, and whether a whole record ever came with fewer.
+        const contiguous = new Map<number, number>();
+        let shrunk = false;
         for (const op of ops) {
           if (op.op === 'snapshot') {
             await compacted.changelog.compact(0, never, held);
@@ -259,15 +290,19 @@ describe('partition changelog snapshots', () => {
             // A repeated ingest (a replay, or a retry after a 503) lists every delivery made so far.
             const made = (transitions.get(op.i) ?? 0) > 0;
             transitions.set(op.i, made ? transitions.get(op.i)! : 1);
+            if (!made) contiguous.set(op.i, 1);
             const record = { ...event(`evt_${op.i}`), deliveryIds: [`dlv_${op.i}`] };
             changes = [{ kind: 'event', projectId: 'p1', record }, ...(made ? [] : [{ kind: 'delivery' as const, projectId: 'p1', record: { ...delivery(`dlv_${op.i}`, 1, 'pending'), eventId: `evt_${op.i}` } }])];
           } else if (op.op === 'step') {
             const at = (transitions.get(op.i) ?? 1) + (op.gap ? 1 : 0);
             transitions.set(op.i, at + 1);
+            if (contiguous.get(op.i) === at) contiguous.set(op.i, at + 1);
             changes = [{ kind: 'steps', projectId: 'p1', record: { id: `dlv_${op.i}`, changes: [step(at, op.done ? 'succeeded' : 'delivering', op.done)] } }];
           } else {
             const length = Math.max(1, (transitions.get(op.i) ?? 1) + op.shift);
             transitions.set(op.i, length);
+            shrunk ||= length < (contiguous.get(op.i) ?? 0);
+            contiguous.set(op.i, Math.max(length, contiguous.get(op.i) ?? 0));
             changes = [{ kind: 'delivery', projectId: 'p1', record: { ...delivery(`dlv_${op.i}`, length, 'retrying'), eventId: `evt_${op.i}` } }];
           }
           await Promise.all([compacted.changelog.appendTogether(0, changes, held), plain.changelog.appendTogether(0, changes, held)]);
@@ -276,6 +311,12 @@ describe('partition changelog snapshots', () => {
         expect(await restored(new PartitionChangelog(nc, compacted.stream, compacted.prefix), 0)).toEqual(expected);
         // The node that wrote the snapshots restores the same too.
         expect(await restored(compacted.changelog, 0)).toEqual(expected);
+        // As does a restore laid into LMDB as it is read (a takeover's), with and without snapshots,
+        // unless a whole record came with fewer transitions than its delivery held (the writer appends
+        // a record's current state, so it never does): the merge in memory takes the later version as
+        // it is, the store keeps the longer one, as it does over a node's own copy.
+        if (!shrunk) expect(await restoredIntoStore(new PartitionChangelog(nc, compacted.stream, compacted.prefix), 0)).toEqual(projected(expected));
+        if (!shrunk) expect(await restoredIntoStore(new PartitionChangelog(nc, plain.stream, plain.prefix), 0)).toEqual(projected(expected));
         await deleteStreams(nc, streams);
         streams.clear();
       }),
