@@ -15,7 +15,8 @@
 //   3. stop: SIGTERM (`term`: graceful handover) or SIGKILL (`kill`: the lease must expire, BENCH_LEASE)
 //      of A's owner. Measured on the survivor, from the stop: A's event POST answered 202 (`api`), a GET
 //      of a delivery from the fill 200 (`get`), `hookline_waiting_deliveries` reaching every accepted
-//      delivery (`complete`: nothing lost); the restore's own time and record count (its log line);
+//      delivery (`complete`: nothing lost); the old owner's exit (`owner_exit`);
+//      the owner's RssAnon after the fill and its peak during it, with the records of its snapshots; the restore's own time and record count (its log line);
 //      the survivor's CPU seconds from the stop until at rest, its RssAnon at rest (after BENCH_SETTLE
 //      idle seconds) and the highest seen; B's ingest latency (one event per POST at BENCH_B_RATE/s to
 //      the survivor, from 2 s before the stop until `complete`).
@@ -27,6 +28,8 @@
 //   BENCH_B_RATE [20]; BENCH_SETTLE [5]; HOOKLINE_PARTITIONS [8]; BENCH_PROFILE_DIR (every node runs
 //   with --cpu-prof into it); BENCH_NODE_ARGS (more node options); BENCH_KEEP=1 keeps dirs and logs.
 //   HOOKLINE_* variables in the environment reach the nodes (e.g. HOOKLINE_DELIVERY_WINDOW).
+//   BENCH_STOP_DURING=snapshot: the fill ends and the stop comes as soon as the owner has started its
+//   BENCH_STOP_SNAPSHOT-th [2] snapshot of A's partition (a stop that meets a snapshot being written).
 // Smoke run: BENCH_TAKEOVER=20000 BENCH_STOPS=term npm run bench:takeover
 // Prints each figure as measured, and a JSON line with all of them (also bench/results/takeover.json).
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -48,6 +51,8 @@ const B_RATE = num('BENCH_B_RATE', 20);
 const SETTLE_S = num('BENCH_SETTLE', 5);
 const PARTITIONS = num('HOOKLINE_PARTITIONS', 8);
 const KEEP = env.BENCH_KEEP === '1';
+/** With BENCH_STOP_DURING=snapshot, the fill ends and the stop comes once the owner has started this many snapshots of A's partition. */
+const STOP_DURING_SNAPSHOT = env.BENCH_STOP_DURING === 'snapshot' ? num('BENCH_STOP_SNAPSHOT', 2) : 0;
 const SERVE_JS = path.join(root, 'dist', 'cli', 'main.js');
 const ADMIN_KEY = 'hk_bench_takeover_admin';
 const DEAD_URL = 'http://127.0.0.1:9/dead';
@@ -115,13 +120,22 @@ async function atRest(pid, timeoutMs = 600_000) {
 const logRecords = (node, msg) => readFileSync(node.logFile, 'utf8').split('\n').filter((l) => l.includes(msg)).map((l) => JSON.parse(l));
 
 async function fill(owner, project) {
+  let checkedAt = 0;
+  let snapshotStarted = false;
+  // Read at most twice a second: the owner's log, for the snapshot to stop during.
+  const stopNow = () => {
+    if (!STOP_DURING_SNAPSHOT || snapshotStarted || nowMs() - checkedAt < 500) return snapshotStarted;
+    checkedAt = nowMs();
+    snapshotStarted = logRecords(owner, 'partition changelog snapshot started').length >= STOP_DURING_SNAPSHOT;
+    return snapshotStarted;
+  };
   const pad = eventPadding(EVENT_BYTES);
   const t0 = nowMs();
   let next = 0;
   let accepted = 0;
   let sampleDeliveryId = null;
   const worker = async () => {
-    while (next < TOTAL) {
+    while (next < TOTAL && !stopNow()) {
       const from = next;
       next = Math.min(TOTAL, next + BATCH);
       const events = [];
@@ -143,7 +157,8 @@ async function fill(owner, project) {
   await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
   const fillS = (nowMs() - t0) / 1000;
   await waitFor('every delivery of the fill waiting', async () => (await waitingOn(owner)) >= accepted, { timeoutMs: 600_000, intervalMs: 500 });
-  await atRest(owner.cp.pid);
+  if (snapshotStarted) log(`fill: stopped at ${accepted}: the owner started snapshot ${STOP_DURING_SNAPSHOT} of A's partition`);
+  else await atRest(owner.cp.pid);
   log(`fill: ${accepted} events of A accepted in ${fillS.toFixed(1)} s (${Math.round(accepted / fillS)}/s); the owner shows them waiting and is at rest`);
   return { accepted, fillS, sampleDeliveryId };
 }
@@ -194,7 +209,13 @@ async function run(stop) {
     do b = await api(survivor, 'POST', '/admin/v1/projects', { key: ADMIN_KEY, body: { name: 'takeover-b' } });
     while (ownerOf.get(partitionOf(b.projectId, PARTITIONS)) !== survivor);
     log(`${stop}: A (partition ${partitionOf(a.projectId, PARTITIONS)}) on ${owner.nodeId}, B on ${survivor.nodeId}; filling ${TOTAL}`);
-    const { accepted, fillS, sampleDeliveryId } = await fill(owner, a);
+    // The owner's memory while it takes the fill and writes its snapshots of the partition.
+    let ownerPeakAnonMb = 0;
+    const sampleOwner = setInterval(() => (ownerPeakAnonMb = Math.max(ownerPeakAnonMb, procMemory(owner.cp.pid).anonMb)), 500);
+    const { accepted, fillS, sampleDeliveryId } = await fill(owner, a).finally(() => clearInterval(sampleOwner));
+    const ownerAnonMb = procMemory(owner.cp.pid).anonMb;
+    const ownerSnapshots = logRecords(owner, 'partition changelog snapshot written').map((line) => line.records);
+    log(`${stop}: owner RssAnon ${ownerAnonMb.toFixed(1)} MB at rest after the fill (peak ${ownerPeakAnonMb.toFixed(1)}); its snapshots: ${ownerSnapshots.join(', ')} records`);
     await atRest(survivor.cp.pid);
     const stopB = ingestB(survivor, b);
     await sleep(2000);
@@ -202,6 +223,8 @@ async function run(stop) {
     const anonBefore = procMemory(survivor.cp.pid).anonMb;
     let peakAnonMb = anonBefore;
     const stoppedAt = nowMs();
+    // How long the stopped owner takes to exit (a graceful stop's handover, its last snapshot).
+    const ownerExited = new Promise((resolve) => (owner.cp.exitCode !== null ? resolve(0) : owner.cp.once('exit', () => resolve(nowMs() - stoppedAt))));
     killTree(owner.cp, stop === 'kill' ? 'SIGKILL' : 'SIGTERM');
     const since = () => nowMs() - stoppedAt;
     // A probe every 50 ms, none waiting for the one before: one forwarded to the stopping owner may
@@ -229,6 +252,7 @@ async function run(stop) {
       return waiting >= accepted + probes && since();
     }, { timeoutMs: 600_000, intervalMs: 20 });
     const b_ingest = await stopB();
+    const ownerExitMs = await ownerExited;
     await Promise.all(inFlight);
     const expected = accepted + probes;
     await atRest(survivor.cp.pid);
@@ -238,12 +262,12 @@ async function run(stop) {
     waiting = await waitingOn(survivor);
     const restored = logRecords(survivor, 'partition restored from the changelog').at(-1) ?? {};
     const result = {
-      stop, waiting_deliveries: accepted, fill_s: Number(fillS.toFixed(1)), api_s: Number(s(apiMs)), get_s: Number(s(getMs)), complete_s: Number(s(completeMs)),
+      stop, waiting_deliveries: accepted, fill_s: Number(fillS.toFixed(1)), api_s: Number(s(apiMs)), get_s: Number(s(getMs)), complete_s: Number(s(completeMs)), owner_exit_s: Number(s(ownerExitMs)), owner_anon_mb_after_fill: Number(ownerAnonMb.toFixed(1)), owner_peak_anon_mb_fill: Number(ownerPeakAnonMb.toFixed(1)), owner_snapshot_records: ownerSnapshots,
       restore_s: restored.ms !== undefined ? Number(s(restored.ms)) : null, restored_records: restored.restored ?? null,
       survivor_cpu_s: Number(cpuS.toFixed(2)), anon_mb_before: Number(anonBefore.toFixed(1)), anon_mb_at_rest: Number(memory.anonMb.toFixed(1)), peak_anon_mb: Number(peakAnonMb.toFixed(1)),
       waiting_after: waiting, expected, lost: Math.max(0, expected - waiting), b_ingest, load_average: os.loadavg().map((x) => Number(x.toFixed(2))),
     };
-    log(`${stop}: stop -> A's POST 202 ${s(apiMs)} s, GET of a delivery ${s(getMs)} s, waiting ${waiting}/${expected} ${s(completeMs)} s; restore ${result.restore_s} s (${result.restored_records} records); survivor CPU ${result.survivor_cpu_s} s, RssAnon ${result.anon_mb_before} -> ${result.anon_mb_at_rest} MB at rest (peak ${result.peak_anon_mb}); B: p50 ${b_ingest.p50_ms} ms, p99 ${b_ingest.p99_ms} ms, max ${b_ingest.max_ms} ms, ${b_ingest.failed} of ${b_ingest.sent} failed`);
+    log(`${stop}: stop -> A's POST 202 ${s(apiMs)} s, GET of a delivery ${s(getMs)} s, waiting ${waiting}/${expected} ${s(completeMs)} s; old owner exited ${s(ownerExitMs)} s; restore ${result.restore_s} s (${result.restored_records} records); survivor CPU ${result.survivor_cpu_s} s, RssAnon ${result.anon_mb_before} -> ${result.anon_mb_at_rest} MB at rest (peak ${result.peak_anon_mb}); B: p50 ${b_ingest.p50_ms} ms, p99 ${b_ingest.p99_ms} ms, max ${b_ingest.max_ms} ms, ${b_ingest.failed} of ${b_ingest.sent} failed`);
     return result;
   } finally {
     await Promise.all(nodes.map((node) => stopChild(node.cp, { timeoutMs: 60_000, group: true })));

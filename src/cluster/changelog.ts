@@ -1,13 +1,15 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { DeliverPolicy, RetentionPolicy, StorageType, jetstream } from '@nats-io/jetstream';
-import type { JetStreamClient, JetStreamManager, JsMsg } from '@nats-io/jetstream';
+import { RetentionPolicy, StorageType, jetstream } from '@nats-io/jetstream';
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ensureStream, reachJetStream, type SetupLog } from '../transport/nats-streams.js';
-import { pack, unpack, unpackMultiple } from 'msgpackr';
+import { pack } from 'msgpackr';
 import { DEFAULT_CHANGELOG_SNAPSHOT_EVERY } from '../config/settings.js';
-import { withChanges } from '../store/delivery-model.js';
-import type { ChangelogEntry, DeliverySteps } from '../store/changelog-restore.js';
-import type { DeliveryChange, DeliveryRecord } from '../store/records.js';
+import type { DeliverySteps } from '../store/changelog-restore.js';
+import { entryOf, packed, recordKey, type ChangelogRecord, type RestoredChange } from './changelog-entries.js';
+import { withSteps, withoutTakenBack } from './changelog-merge.js';
+import { ChangelogReader, LOG_TOKEN, MARKER_TOKEN, SNAPSHOT_TOKEN, type PartitionRead, type SnapshotMarker } from './changelog-read.js';
+import { PUBLISH_TRIES, publishSnapshot } from './changelog-snapshot.js';
 
 /**
  * Each partition's state as a JetStream changelog. A node taking a partition over reads the
@@ -44,46 +46,7 @@ import type { DeliveryChange, DeliveryRecord } from '../store/records.js';
  * read the previous marker and is still restoring from it finds everything it needs.
  */
 
-export type ChangelogRecord = ChangelogEntry;
-export type { DeliverySteps };
-
-/** What a restore hands on: records, a delivery's steps applied to it. */
-export type RestoredChange = Exclude<ChangelogRecord, { kind: 'steps' }>;
-
-const KIND_TOKEN = { delivery: 'd', event: 'e', webhook: 'w', steps: 's' } as const;
-const TOKEN_KIND = { d: 'delivery', e: 'event', w: 'webhook', s: 'steps' } as const;
-type KindToken = keyof typeof TOKEN_KIND;
-
-/** Last tokens of a partition's subjects (none a kind token of the old format): batches, snapshots, markers. */
-const LOG_TOKEN = 'log';
-const SNAPSHOT_TOKEN = 'snap';
-const MARKER_TOKEN = 'snapped';
-
-/** Where a partition's snapshot lies (a marker's message, msgpack). */
-interface SnapshotMarker {
-  /** Sequences of the snapshot's first and last message (both 0: an empty snapshot). */
-  from: number;
-  to: number;
-  /** Sequence of the last batch folded into it: a restore reads the batches after it. */
-  covers: number;
-}
-
-/** A marker as read back, with the sequence of its message (the next marker is conditional on it). */
-interface StoredMarker {
-  sequence: number;
-  marker: SnapshotMarker;
-}
-
-/** Where a read of a partition's changelog ended. */
-interface PartitionRead {
-  /** Sequence of the partition's last batch (0: none). */
-  lastBatch: number;
-  /** Entries of the batches read after the snapshot. */
-  entriesAfterSnapshot: number;
-  /** Records in the snapshot read. */
-  snapshotEntries: number;
-  marker: StoredMarker | null;
-}
+export type { ChangelogRecord, DeliverySteps, RestoredChange };
 
 /** What reading a partition's changelog into memory gives. */
 interface PartitionState extends PartitionRead {
@@ -97,28 +60,10 @@ export interface Compaction {
   covers: number;
   /** Records in the snapshot. */
   records: number;
-  /** Records left out: deliveries past retention, with their steps. */
-  leftOut: number;
   /** Messages purged: what the previous snapshot replaced. */
   purged: number;
 }
 
-/** Tries of one batch's publish that times out (a JetStream leader change) before its waiters hear of it. */
-const PUBLISH_TRIES = 3;
-
-/**
- * Bytes a read asks for at a time. Unbounded, a pull of a hundred 1 MB batches put more than the
- * server's 64 MB of pending output to one client in flight; a busy reader was then cut off as a slow
- * consumer and its read waited for ever (the server counted every message delivered, the reader had
- * half).
- */
-const READ_BYTES_PER_PULL = 8 * 1024 * 1024;
-
-/**
- * Records a pass over a whole partition (a restore's, a snapshot's) handles in one turn of the event
- * loop: in one go, 30,000 deliveries with their steps held it for 200 ms (bench:changelog).
- */
-const RECORDS_PER_TURN = 5_000;
 
 /**
  * Chunks a restore into LMDB has handed on and not seen committed: bounded, so that a slow disk
@@ -155,12 +100,20 @@ interface PartitionLog {
   entriesSinceSnapshot: number;
   snapshotEntries: number;
   compacting: boolean;
+  /**
+   * First sequence that may hold a batch of another writer since this node's restore (it found the
+   * subject written since: a previous owner's late batch, or its own batch whose ack was lost).
+   * This node's LMDB may lack that batch's records, so a snapshot from LMDB covers no batch from
+   * here on: restores go on reading them, until the partition moves and a restore folds them in.
+   */
+  foreignFrom: number | undefined;
 }
 
 export class PartitionChangelog {
   private readonly js: JetStreamClient;
   private manager: JetStreamManager | null = null;
   private readonly logs = new Map<number, PartitionLog>();
+  private readonly reader: ChangelogReader;
   /** Partitions with appends for the next turn's batches. */
   private readonly due = new Set<PartitionLog>();
 
@@ -172,6 +125,7 @@ export class PartitionChangelog {
     private readonly snapshotEvery = DEFAULT_CHANGELOG_SNAPSHOT_EVERY,
   ) {
     this.js = jetstream(connection);
+    this.reader = new ChangelogReader(this.js, () => this.jsm(), stream, subjectPrefix);
   }
 
   /** Creates the stream with `replicas` when absent (safe from several nodes at once). */
@@ -188,15 +142,11 @@ export class PartitionChangelog {
     return this.manager;
   }
 
-  private subjectOf(partition: number, token: string): string {
-    return `${this.subjectPrefix}.${partition}.${token}`;
-  }
-
   private logOf(partition: number): PartitionLog {
     let log = this.logs.get(partition);
     if (!log) {
       log = {
-        subject: this.subjectOf(partition, LOG_TOKEN),
+        subject: this.reader.subjectOf(partition, LOG_TOKEN),
         waiting: new Map(),
         waiters: [],
         stillHeld: () => false,
@@ -206,6 +156,7 @@ export class PartitionChangelog {
         entriesSinceSnapshot: 0,
         snapshotEntries: 0,
         compacting: false,
+        foreignFrom: undefined,
       };
       this.logs.set(partition, log);
     }
@@ -276,7 +227,7 @@ export class PartitionChangelog {
 
   /** The entries as messages the server takes (several only when they exceed one). */
   private *batches(entries: Iterable<Buffer>): Generator<Buffer> {
-    const limit = Math.max(HEADER_ROOM_BYTES, (this.connection.info?.max_payload ?? 1024 * 1024) - HEADER_ROOM_BYTES);
+    const limit = this.payloadLimit();
     let parts: Buffer[] = [];
     let bytes = 0;
     for (const part of entries) {
@@ -291,6 +242,11 @@ export class PartitionChangelog {
     if (bytes > 0) yield Buffer.concat(parts, bytes);
   }
 
+  /** Bytes of entries a message may hold: the server's max_payload less room for headers. */
+  private payloadLimit(): number {
+    return Math.max(HEADER_ROOM_BYTES, (this.connection.info?.max_payload ?? 1024 * 1024) - HEADER_ROOM_BYTES);
+  }
+
   private async publishBatch(log: PartitionLog, data: Buffer): Promise<void> {
     const subject = log.subject;
     const expected = log.lastSequence;
@@ -300,6 +256,7 @@ export class PartitionChangelog {
       log.lastSequence = (await this.js.publish(subject, data, { retries: PUBLISH_TRIES, ...(expected !== undefined ? { expect: { lastSubjectSequence: expected } } : {}) })).seq;
     } catch (error) {
       if (!isWrongLastSequence(error) || !log.stillHeld()) throw error;
+      log.foreignFrom ??= (expected ?? 0) + 1;
       const last = await (await this.jsm()).streams.getMessage(this.stream, { last_by_subj: subject }).catch(() => null);
       log.lastSequence = (await this.js.publish(subject, data, { retries: PUBLISH_TRIES, expect: { lastSubjectSequence: last?.seq ?? 0 } })).seq;
     }
@@ -341,7 +298,7 @@ export class PartitionChangelog {
       applying.push(applied);
       chunk = [];
     };
-    const state = await this.walk(partition, Number.POSITIVE_INFINITY, (change) => {
+    const state = await this.reader.walk(partition, (change) => {
       chunk.push(change);
       count++;
     }, handOn);
@@ -355,97 +312,19 @@ export class PartitionChangelog {
   private restored(partition: number, state: PartitionRead): void {
     const log = this.logOf(partition);
     log.lastSequence = state.lastBatch;
+    log.foreignFrom = undefined;
     log.markerSequence = state.marker?.sequence ?? 0;
     log.entriesSinceSnapshot = state.entriesAfterSnapshot;
     log.snapshotEntries = state.snapshotEntries;
   }
 
   /**
-   * The partition's records from its last snapshot and the batches after it; with `upTo`, only
-   * batches up to that sequence (the snapshot is read whole).
+   * The partition's records from its last snapshot and the batches after it.
    */
-  private async read(partition: number, upTo = Number.POSITIVE_INFINITY): Promise<PartitionState> {
+  private async read(partition: number): Promise<PartitionState> {
     const latest = new Map<string, ChangelogRecord>();
-    const state = await this.walk(partition, upTo, (change) => latest.set(recordKey(change), change), nextTurn);
+    const state = await this.reader.walk(partition, (change) => latest.set(recordKey(change), change), nextTurn);
     return { ...state, latest };
-  }
-
-  /**
-   * Hands `visit` every entry of the partition's last snapshot, then of the batches after the last
-   * batch it covers (up to `upTo`), in that order: a later entry holds a newer version than an
-   * earlier one of the same record (a batch stored while a snapshot was being written lies between
-   * its messages, but the snapshot's subject is read first). `between` runs every RECORDS_PER_TURN
-   * entries or so (a yield, or a chunk handed on).
-   */
-  private async walk(partition: number, upTo: number, visit: (change: ChangelogRecord) => void, between: () => Promise<unknown>): Promise<PartitionRead> {
-    const marker = await this.lastMarker(partition);
-    const state: PartitionRead = { lastBatch: marker?.marker.covers ?? 0, entriesAfterSnapshot: 0, snapshotEntries: 0, marker };
-    const batch = (message: JsMsg): number => {
-      const entries = visitBatch(message.data, visit);
-      state.entriesAfterSnapshot += entries;
-      state.lastBatch = message.seq;
-      return entries;
-    };
-    if (!marker) {
-      // Every message of the partition: batches, and records in the format of earlier versions.
-      await this.readMessages(`${this.subjectPrefix}.${partition}.>`, 1, upTo, (message) => {
-        const tokens = message.subject.slice(this.subjectPrefix.length + 1).split('.');
-        if (tokens[1] === LOG_TOKEN) return batch(message);
-        // A snapshot left unfinished (it has no marker) is not read, nor is a marker.
-        if (tokens[1] === SNAPSHOT_TOKEN || tokens[1] === MARKER_TOKEN) return 0;
-        const entries = visitEntries([[tokens[1], tokens[2], unpack(message.data)]], visit);
-        state.entriesAfterSnapshot += entries;
-        return entries;
-      }, between);
-    } else {
-      if (marker.marker.to > 0) {
-        await this.readMessages(this.subjectOf(partition, SNAPSHOT_TOKEN), marker.marker.from, marker.marker.to, (message) => {
-          const entries = visitBatch(message.data, visit);
-          state.snapshotEntries += entries;
-          return entries;
-        }, between);
-      }
-      await this.readMessages(this.subjectOf(partition, LOG_TOKEN), marker.marker.covers + 1, upTo, batch, between);
-    }
-    return state;
-  }
-
-  /**
-   * Hands `visit` the messages on `filter` from sequence `from` up to `to` (or the last), in order;
-   * `visit` answers how many records a message held.
-   * A read from a start sequence through a subject wildcard was seen (NATS 2.9) to count a message
-   * still pending at the partition's last one, and to wait for it for ever: only single subjects are
-   * read from a start sequence.
-   */
-  private async readMessages(filter: string, from: number, to: number, visit: (message: JsMsg) => number, between: () => Promise<unknown>): Promise<void> {
-    const consumer = await this.js.consumers.get(this.stream, { filter_subjects: filter, ...(from > 1 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from } : { deliver_policy: DeliverPolicy.All }) });
-    if ((await consumer.info()).num_pending === 0) return;
-    const messages = await consumer.consume({ max_bytes: READ_BYTES_PER_PULL });
-    // Stopped however the read ends: an ordered consumer left running recreates itself on the
-    // server each time its heartbeats go missing.
-    try {
-      // The messages of a pull (up to 8 MB) come in one turn of the event loop: the read yields
-      // after every RECORDS_PER_TURN records (a restore's longest stall in bench:changelog fell from
-      // 240-290 ms to about 140).
-      let recordsThisTurn = 0;
-      for await (const message of messages) {
-        if (message.seq > to) break;
-        recordsThisTurn += visit(message);
-        if (message.info.pending === 0 || message.seq === to) break;
-        if (recordsThisTurn >= RECORDS_PER_TURN) {
-          recordsThisTurn = 0;
-          await between();
-        }
-      }
-    } finally {
-      messages.stop();
-    }
-  }
-
-  /** The partition's last snapshot marker, or null when it has none (a failed read throws: never "none"). */
-  private async lastMarker(partition: number): Promise<StoredMarker | null> {
-    const message = await (await this.jsm()).streams.getMessage(this.stream, { last_by_subj: this.subjectOf(partition, MARKER_TOKEN) });
-    return message ? { sequence: message.seq, marker: unpack(message.data) as SnapshotMarker } : null;
   }
 
   /**
@@ -458,45 +337,43 @@ export class PartitionChangelog {
   }
 
   /**
-   * Writes a snapshot of the partition as of its last batch this node stored: every record's latest
-   * version, each delivery with its steps applied, less the deliveries `expired` names. Only while
-   * `stillHeld`; its marker is conditional on the last marker this node saw (at its restore or its
-   * previous snapshot), so a node that lost the partition never names a snapshot over the owner's.
-   * Then purges what the previous snapshot replaced. Null when the partition is not restored here,
-   * a compaction of it runs, or the lease went meanwhile (a snapshot left unmarked is never read).
+   * Writes a snapshot of the partition as of its last batch this node stored, from `records`: every
+   * record's latest version as this node's LMDB holds it (a delivery whole, with its steps), less
+   * the deliveries past retention, read in bounded chunks (`readPartitionRecords`) and published
+   * as they come, so that the partition is never held in memory. LMDB holds every version a batch
+   * up to the last one carried (a change is appended after its commit), or a later one, which
+   * the batches after the snapshot also carry (or will): read over the snapshot, a batch's older
+   * version of a record is followed by the steps appended after it, and a takeover's restore keeps
+   * the longer version anyway (`putRestoredRecord`). It covers no batch from `foreignFrom` on
+   * (another writer's, whose records LMDB may lack). Only while `stillHeld` (checked before each message); its marker is conditional on the
+   * last marker this node saw (at its restore or its previous snapshot), so a node that lost the
+   * partition never names a snapshot over the owner's. Then purges what the previous snapshot
+   * replaced. Null when the partition is not restored here, a compaction of it runs, or the lease
+   * went meanwhile (a snapshot left unmarked is never read, and is purged with the next one).
    */
-  async compact(partition: number, expired: (record: DeliveryRecord) => boolean, stillHeld: () => boolean): Promise<Compaction | null> {
+  async compact(partition: number, records: AsyncIterable<readonly ChangelogRecord[]>, stillHeld: () => boolean): Promise<Compaction | null> {
     const log = this.logs.get(partition);
     if (!log || log.lastSequence === undefined || log.compacting || !stillHeld()) return null;
     log.compacting = true;
     try {
-      const covers = log.lastSequence;
+      const covers = Math.min(log.lastSequence, (log.foreignFrom ?? Number.POSITIVE_INFINITY) - 1);
       // Every batch up to `covers` is stored: those stored from now on count toward the next snapshot.
       const foldedEntries = log.entriesSinceSnapshot;
-      const state = await this.read(partition, covers);
+      const previous = await this.reader.lastMarker(partition);
       // A marker this node has not seen: another node holds the partition now, or did meanwhile.
-      if ((state.marker?.sequence ?? 0) !== log.markerSequence) return null;
-      const { kept, leftOut } = await snapshotOf(state.latest.values(), expired);
-      let from = 0;
-      let to = 0;
-      // Packed as the batches go out, not all first: packing a partition at once held the event loop
-      // for half a second per 60,000 records (bench:changelog).
-      for (const batch of this.batches(packed(kept))) {
-        if (!stillHeld()) return null;
-        to = (await this.js.publish(this.subjectOf(partition, SNAPSHOT_TOKEN), batch, { retries: PUBLISH_TRIES })).seq;
-        from ||= to;
-      }
-      if (!stillHeld()) return null;
-      const marker: SnapshotMarker = { from, to, covers };
-      log.markerSequence = (await this.js.publish(this.subjectOf(partition, MARKER_TOKEN), pack(marker), { expect: { lastSubjectSequence: log.markerSequence } })).seq;
+      if ((previous?.sequence ?? 0) !== log.markerSequence) return null;
+      const written = await publishSnapshot(this.js, this.reader.subjectOf(partition, SNAPSHOT_TOKEN), this.payloadLimit(), records, stillHeld);
+      if (!written || !stillHeld()) return null;
+      const marker: SnapshotMarker = { from: written.from, to: written.to, covers };
+      log.markerSequence = (await this.js.publish(this.reader.subjectOf(partition, MARKER_TOKEN), pack(marker), { expect: { lastSubjectSequence: log.markerSequence } })).seq;
       log.entriesSinceSnapshot -= foldedEntries;
-      log.snapshotEntries = kept.length;
+      log.snapshotEntries = written.records;
       let purged = 0;
       // Nothing lies below sequence 1, and the server takes a purge below 1 for a purge of everything.
-      if (state.marker && state.marker.marker.covers > 0 && stillHeld()) {
-        purged = (await (await this.jsm()).streams.purge(this.stream, { filter: `${this.subjectPrefix}.${partition}.>`, seq: state.marker.marker.covers + 1 })).purged;
+      if (previous && previous.marker.covers > 0 && stillHeld()) {
+        purged = (await (await this.jsm()).streams.purge(this.stream, { filter: `${this.subjectPrefix}.${partition}.>`, seq: previous.marker.covers + 1 })).purged;
       }
-      return { covers, records: kept.length, leftOut, purged };
+      return { covers, records: written.records, purged };
     } finally {
       log.compacting = false;
     }
@@ -507,122 +384,6 @@ export class PartitionChangelog {
     const log = this.logs.get(partition);
     if (log) log.lastSequence = undefined;
   }
-}
-
-/** Hands `visit` the changes of a batch's entries; returns how many entries it read. */
-function visitEntries(entries: unknown[], visit: (change: ChangelogRecord) => void): number {
-  for (const entry of entries) {
-    const change = decodeEntry(entry);
-    if (change) visit(change);
-  }
-  return entries.length;
-}
-
-/** `visitEntries` for a batch message's data: a msgpack sequence of entries. */
-function visitBatch(data: Uint8Array, visit: (change: ChangelogRecord) => void): number {
-  return visitEntries(unpackMultiple(data) as unknown[], visit);
-}
-
-/** The changes packed as batch entries, one at a time. */
-function* packed(changes: Iterable<ChangelogRecord>): Generator<Buffer> {
-  for (const change of changes) yield pack(entryOf(change));
-}
-
-/** A record as a batch holds it: `[kind token, projectId, record]`. */
-function entryOf(change: ChangelogRecord): [KindToken, string, unknown] {
-  return [KIND_TOKEN[change.kind], change.projectId, change.record];
-}
-
-/** Identifies a record within its partition: two versions of it share the key (steps: the same first transition). */
-function recordKey(change: ChangelogRecord): string {
-  if (change.kind === 'webhook') return `w.${change.projectId}`;
-  const key = `${KIND_TOKEN[change.kind]}.${change.projectId}.${change.record.id}`;
-  return change.kind === 'steps' ? `${key}.${change.record.changes[0]?.transitionIndex ?? 0}` : key;
-}
-
-/**
- * The records with each delivery's steps applied in transition order. Steps its record already
- * holds are skipped; a gap (steps whose append failed) ends them, so a record never skips a step
- * (the writer appends the whole record after such a failure). Steps without a record, and those
- * after a gap, are dropped, or handed to `unapplied` (a snapshot keeps them as they were).
- */
-async function withSteps(changes: Iterable<ChangelogRecord>, unapplied?: (projectId: string, steps: DeliverySteps) => void): Promise<RestoredChange[]> {
-  const records: RestoredChange[] = [];
-  const steps = new Map<string, { projectId: string; id: string; changes: DeliveryChange[] }>();
-  let count = 0;
-  for (const change of changes) {
-    if (++count % RECORDS_PER_TURN === 0) await nextTurn();
-    if (change.kind !== 'steps') records.push(change);
-    else {
-      const key = `${change.projectId}.${change.record.id}`;
-      const list = steps.get(key);
-      if (list) list.changes.push(...change.record.changes);
-      else steps.set(key, { projectId: change.projectId, id: change.record.id, changes: [...change.record.changes] });
-    }
-  }
-  const applied: RestoredChange[] = [];
-  for (const change of records) {
-    if (++count % RECORDS_PER_TURN === 0) await nextTurn();
-    const list = change.kind === 'delivery' ? steps.get(`${change.projectId}.${change.record.id}`) : undefined;
-    if (!list || change.kind !== 'delivery') {
-      applied.push(change);
-      continue;
-    }
-    steps.delete(`${change.projectId}.${change.record.id}`);
-    list.changes.sort((a, b) => a.transitionIndex - b.transitionIndex);
-    let next = change.record.transitions.length;
-    const contiguous: DeliveryChange[] = [];
-    for (const [index, step] of list.changes.entries()) {
-      if (step.transitionIndex < next) continue;
-      if (step.transitionIndex > next) {
-        unapplied?.(change.projectId, { id: list.id, changes: list.changes.slice(index) });
-        break;
-      }
-      contiguous.push(step);
-      next += step.transitions.length;
-    }
-    applied.push({ ...change, record: withChanges(change.record, contiguous) });
-  }
-  if (unapplied) for (const list of steps.values()) unapplied(list.projectId, { id: list.id, changes: list.changes.sort((a, b) => a.transitionIndex - b.transitionIndex) });
-  return applied;
-}
-
-/**
- * A snapshot's records: each delivery with the steps that follow on from it applied (steps that
- * do not are kept as they were), less the deliveries `expired` names and their steps.
- */
-async function snapshotOf(changes: Iterable<ChangelogRecord>, expired: (record: DeliveryRecord) => boolean): Promise<{ kept: ChangelogRecord[]; leftOut: number }> {
-  const unapplied: ChangelogRecord[] = [];
-  const records: ChangelogRecord[] = await withSteps(changes, (projectId, steps) => unapplied.push({ kind: 'steps', projectId, record: steps }));
-  const gone = new Set<string>();
-  for (const change of records) if (change.kind === 'delivery' && expired(change.record)) gone.add(`${change.projectId}.${change.record.id}`);
-  const all = records.concat(unapplied);
-  const kept = gone.size === 0 ? all : all.filter((change) => (change.kind !== 'delivery' && change.kind !== 'steps') || !gone.has(`${change.projectId}.${change.record.id}`));
-  return { kept, leftOut: all.length - kept.length };
-}
-
-/**
- * The records less the deliveries of ingests that were taken back. An append whose answer never
- * came (it timed out) may be stored all the same, while the node took its event back and answered
- * 503; the sender's retry then made the event anew, with a new delivery. An event's latest version
- * lists every delivery made for it (an ingest's, then each replay's), so a delivery that its
- * restored event does not list is such a leftover: restored, it would be sent again under another
- * `webhook-id`. A delivery whose event is not in the changelog is kept.
- */
-function withoutTakenBack(records: RestoredChange[]): RestoredChange[] {
-  const deliveriesOf = new Map<string, readonly string[]>();
-  for (const change of records) if (change.kind === 'event') deliveriesOf.set(`${change.projectId}.${change.record.id}`, change.record.deliveryIds);
-  return records.filter((change) => change.kind !== 'delivery' || (deliveriesOf.get(`${change.projectId}.${change.record.eventId}`)?.includes(change.record.id) ?? true));
-}
-
-/** A `[kind token, projectId, record]` entry as a change, or null when it is not one. */
-function decodeEntry(entry: unknown): ChangelogRecord | null {
-  if (!Array.isArray(entry) || entry.length !== 3) return null;
-  const [token, projectId, record] = entry as [unknown, unknown, unknown];
-  const kind = TOKEN_KIND[token as KindToken];
-  if (!kind || typeof projectId !== 'string' || projectId === '' || record === null || typeof record !== 'object') return null;
-  if (kind === 'steps' && !(Array.isArray((record as DeliverySteps).changes) && (record as DeliverySteps).changes.length > 0)) return null;
-  return { kind, projectId, record } as ChangelogRecord;
 }
 
 /** JetStream's "wrong last sequence" (API error 10071): the subject was written since. */

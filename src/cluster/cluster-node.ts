@@ -10,6 +10,7 @@ import type { Settings } from '../config/settings.js';
 import { HooklineError } from '../errors.js';
 import { partitionOf } from '../sdk/partition.js';
 import type { DeliveryRecord, ProjectRecord } from '../store/records.js';
+import { readPartitionRecords } from '../store/partition-records.js';
 import type { StoreReplicator } from '../store/store.js';
 import { NatsTransport } from '../transport/nats.js';
 import { maskedNatsUrl, natsAccess } from '../transport/nats-access.js';
@@ -49,6 +50,9 @@ const decoder = new TextDecoder();
 
 /** How often a node looks for partitions whose changelog is due a snapshot. */
 const SNAPSHOT_CHECK_MS = 5_000;
+
+/** Records a snapshot reads from LMDB at a time: what it holds in memory, less what a message holds. */
+const SNAPSHOT_CHUNK = 2_000;
 
 /** Longest a start waits for the directory's entries before serving (the rest are read on demand). */
 const DIRECTORY_MIRROR_WAIT_MS = 10_000;
@@ -204,8 +208,13 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
       if (this.stopping || !this.changelog.snapshotDue(partition) || !this.actsFor(partition)) continue;
       const started = Date.now();
       try {
-        const snapshot = await this.changelog.compact(partition, this.engine.pastRetention(), () => !this.stopping && this.leases.isValid(partition));
-        if (snapshot) this.logger.info({ partition, ...snapshot, ms: Date.now() - started }, 'partition changelog snapshot written');
+        // Logged: a snapshot of a partition of millions of records takes minutes.
+        this.logger.info({ partition }, 'partition changelog snapshot started');
+        const counts = { leftOut: 0 };
+        const records = readPartitionRecords(this.engine.store, { owns: (projectId) => this.partitionOf(projectId) === partition, leaveOut: this.engine.pastRetention(), chunk: SNAPSHOT_CHUNK }, counts);
+        const snapshot = await this.changelog.compact(partition, records, () => !this.stopping && this.leases.isValid(partition));
+        if (snapshot) this.logger.info({ partition, ...snapshot, leftOut: counts.leftOut, ms: Date.now() - started }, 'partition changelog snapshot written');
+        else if (this.stopping) this.logger.info({ partition, ms: Date.now() - started }, 'partition changelog snapshot abandoned: the node stops; the next owner restores from the batches after the last one');
       } catch (error) {
         this.logger.warn({ partition, err: error }, 'partition changelog snapshot failed; the changelog stays as it was, retrying later');
       }
@@ -447,6 +456,15 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
     return this.rpc.forward(this.partitionOf(projectId), request, this.settings.deliveryTimeoutMs + 5_000);
   }
 
+  /**
+   * A stop starts no snapshot and abandons the one being written (its lease check fails before its
+   * next message), so it waits a message's time, not the partition's: the snapshot of 804,001
+   * records a SIGTERM once waited for took 156 s. A snapshot only shortens the next owner's
+   * restore; every acknowledged change is in the changelog's batches already (an append resolves
+   * once JetStream stored it, and a write is acknowledged only after its append), and the next
+   * owner reads the last marked snapshot and every batch after it. The abandoned messages, never
+   * marked, are never read, and the next snapshot's purge removes them.
+   */
   async stop(): Promise<void> {
     this.stopping = true;
     if (this.snapshotTimer) clearInterval(this.snapshotTimer);

@@ -4,7 +4,7 @@ import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import fc from 'fast-check';
 import { pack, unpackMultiple } from 'msgpackr';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { PartitionChangelog } from '../../src/cluster/changelog.js';
 import type { ChangelogRecord, RestoredChange } from '../../src/cluster/changelog.js';
 import type { DeliveryChange, DeliveryRecord, EventRecord } from '../../src/store/records.js';
@@ -12,6 +12,7 @@ import { SHARED_NATS_URL, connectNats, deleteStreams } from '../helpers/nats.js'
 import { deliveryWithTransitions } from '../helpers/store-fixtures.js';
 import { makeTempDir } from '../helpers/temp-dir.js';
 import { HooklineStore } from '../../src/store/store.js';
+import { readPartitionRecords } from '../../src/store/partition-records.js';
 
 /**
  * The partition changelog against the shared JetStream: appends of one turn go out as one message,
@@ -102,6 +103,29 @@ async function restoredIntoStore(changelog: PartitionChangelog, partition: numbe
     for (const { value } of store.events.getRange({ start: ['p1', ''], end: ['p1', '\uffff'] })) held.set(value.id, { deliveryIds: value.deliveryIds });
     for (const { key } of store.deliveries.getRange({ start: ['p1', ''], end: ['p1', '\uffff'] })) held.set(key[1], projectedDelivery(store.getDelivery('p1', key[1])!));
     return held;
+  } finally {
+    await store.close();
+    dir.remove();
+  }
+}
+
+/**
+ * A compaction as a node makes it: from LMDB, here a store the changelog is restored into first (a
+ * takeover's, by another instance, so that `changelog` keeps what it saw), read `chunk` records at
+ * a time (small: a partition of a few records takes several chunks).
+ */
+async function compactFromStore(changelog: PartitionChangelog, partition: number, options: { expired?: (record: Pick<DeliveryRecord, 'id' | 'status'>) => boolean; stillHeld?: () => boolean; chunk?: number } = {}) {
+  const dir = makeTempDir('hookline-snapshot-from-');
+  const store = new HooklineStore({ path: dir.path });
+  try {
+    const restoring = store.restoring();
+    await new PartitionChangelog(nc, changelog.stream, changelog.subjectPrefix).restoreInto(partition, (entries) => restoring.apply(entries));
+    // The project the directory would have mirrored onto every node.
+    await store.projects.put('p1', { id: 'p1', name: 'p1', createdAt: 1 });
+    const counts = { leftOut: 0 };
+    const records = readPartitionRecords(store, { owns: () => true, leaveOut: options.expired ?? (() => false), chunk: options.chunk ?? 3 }, counts);
+    const compaction = await changelog.compact(partition, records, options.stillHeld ?? held);
+    return compaction && { ...compaction, leftOut: counts.leftOut };
   } finally {
     await store.close();
     dir.remove();
@@ -253,7 +277,6 @@ describe('partition changelog', () => {
 });
 
 describe('partition changelog snapshots', () => {
-  const never = () => false;
   /** Messages the stream holds for a partition, by the last token of their subject. */
   async function messagesBySubject(stream: string, prefix: string, partition: number): Promise<Record<string, number>> {
     const info = await manager.streams.info(stream, { subjects_filter: `${prefix}.${partition}.>` });
@@ -278,9 +301,15 @@ describe('partition changelog snapshots', () => {
         // Transitions a delivery holds without a gap, and whether a whole record ever came with fewer.
         const contiguous = new Map<number, number>();
         let shrunk = false;
+        // Whether a snapshot was taken while steps of a delivery lay past a gap or had no record: a
+        // snapshot holds what LMDB holds, without them. The writer never leaves such steps behind (after
+        // a step's failed append, it appends the whole record, every step in it), so a later record
+        // they would follow on from never comes; the merge in memory applies them then.
+        let stepsDroppedBySnapshot = false;
         for (const op of ops) {
           if (op.op === 'snapshot') {
-            await compacted.changelog.compact(0, never, held);
+            stepsDroppedBySnapshot ||= [...transitions].some(([i, at]) => at !== contiguous.get(i));
+            await compactFromStore(compacted.changelog, 0);
             continue;
           }
           let changes: ChangelogRecord[];
@@ -308,6 +337,12 @@ describe('partition changelog snapshots', () => {
           await Promise.all([compacted.changelog.appendTogether(0, changes, held), plain.changelog.appendTogether(0, changes, held)]);
         }
         const expected = await restored(new PartitionChangelog(nc, plain.stream, plain.prefix), 0);
+        // A snapshot holds a record as LMDB does, which keeps the longer of two versions (see below).
+        if (shrunk || stepsDroppedBySnapshot) {
+          await deleteStreams(nc, streams);
+          streams.clear();
+          return;
+        }
         expect(await restored(new PartitionChangelog(nc, compacted.stream, compacted.prefix), 0)).toEqual(expected);
         // The node that wrote the snapshots restores the same too.
         expect(await restored(compacted.changelog, 0)).toEqual(expected);
@@ -324,13 +359,65 @@ describe('partition changelog snapshots', () => {
         seed: 2611,
         numRuns: 60,
         examples: [
-          // A step past a gap, snapshotted, then a record it follows on from.
-          [[{ op: 'ingest', i: 0 }, { op: 'step', i: 0, done: false, gap: false }, { op: 'step', i: 0, done: true, gap: true }, { op: 'snapshot' }, { op: 'whole', i: 0, shift: -1 }]],
+          // Snapshots of several chunks, each folding the one before and the steps after it.
+          [[{ op: 'ingest', i: 0 }, { op: 'ingest', i: 1 }, { op: 'ingest', i: 2 }, { op: 'step', i: 0, done: false, gap: false }, { op: 'webhook', version: 1 }, { op: 'snapshot' }, { op: 'ingest', i: 3 }, { op: 'step', i: 0, done: true, gap: false }, { op: 'whole', i: 1, shift: 1 }, { op: 'snapshot' }, { op: 'step', i: 2, done: false, gap: false }]],
         ],
       },
     );
     // 60 runs over the shared NATS: 5 s idle, past 30 s measured beside CI's other suites.
   }, 120_000);
+
+  it('streams a snapshot of many chunks and messages from LMDB, restoring the same records; a lost lease abandons it unmarked', async () => {
+    const { changelog, stream, prefix } = await changelogHolding(12);
+    const payload = 'x'.repeat(5_000);
+    // 1,200 events and deliveries, 3 MB: several messages of the server's 1 MB at most, 300 records a chunk.
+    for (let from = 0; from < 600; from += 100) {
+      await Promise.all(Array.from({ length: 100 }, (_, n) => {
+        const i = from + n;
+        const record = { ...event(`evt_${i}`), envelope: new TextEncoder().encode(payload), deliveryIds: [`dlv_${i}`] };
+        return changelog.appendTogether(12, [{ kind: 'event', projectId: 'p1', record }, { kind: 'delivery', projectId: 'p1', record: { ...delivery(`dlv_${i}`, 1, 'pending'), eventId: `evt_${i}` } }], held);
+      }));
+    }
+    await Promise.all(Array.from({ length: 50 }, (_, i) => changelog.append(12, { kind: 'steps', projectId: 'p1', record: { id: `dlv_${i}`, changes: [step(1, 'succeeded', true)] } }, held)));
+    const before = await restored(new PartitionChangelog(nc, stream, prefix), 12);
+
+    // The lease goes after the second chunk: nothing marked, a restore reads the batches as before.
+    let chunksRead = 0;
+    const losing = () => chunksRead++ < 2;
+    expect(await compactFromStore(changelog, 12, { chunk: 300, stillHeld: losing })).toBeNull();
+    const unmarked = await messagesBySubject(stream, prefix, 12);
+    expect(unmarked).not.toHaveProperty('snapped');
+    expect(await restored(new PartitionChangelog(nc, stream, prefix), 12)).toEqual(before);
+
+    expect(await compactFromStore(changelog, 12, { chunk: 300 })).toMatchObject({ records: 1_200 });
+    expect((await messagesBySubject(stream, prefix, 12)).snap! - (unmarked.snap ?? 0)).toBeGreaterThanOrEqual(3);
+    const after = await restored(new PartitionChangelog(nc, stream, prefix), 12);
+    expect(after).toEqual(before);
+    expect(after.get('dlv_7')!.record).toMatchObject({ status: 'succeeded' });
+  });
+
+  it('covers no batch another writer stored since the restore: its records, which LMDB lacks, stay readable after the snapshot and its purge', async () => {
+    const { changelog, stream, prefix } = await changelogHolding(13);
+    await changelog.append(13, { kind: 'event', projectId: 'p1', record: event('evt_own') }, held);
+    // What the holder's LMDB holds: the changelog as it was before the late batch.
+    const dir = makeTempDir('hookline-snapshot-foreign-');
+    const store = new HooklineStore({ path: dir.path });
+    onTestFinished(async () => {
+      await store.close();
+      dir.remove();
+    });
+    const restoring = store.restoring();
+    await new PartitionChangelog(nc, stream, prefix).restoreInto(13, (entries) => restoring.apply(entries));
+    await store.projects.put('p1', { id: 'p1', name: 'p1', createdAt: 1 });
+    // A previous owner's late batch, stored before the holder's next append (which then wins over it).
+    await jetstream(nc).publish(`${prefix}.13.log`, pack(['e', 'p1', event('evt_late')]));
+    await changelog.append(13, { kind: 'event', projectId: 'p1', record: event('evt_after') }, held);
+    await store.events.put(['p1', 'evt_after'], event('evt_after'));
+    const fromStore = () => readPartitionRecords(store, { owns: () => true, leaveOut: () => false, chunk: 2 }, { leftOut: 0 });
+    expect(await changelog.compact(13, fromStore(), held)).toMatchObject({ records: 2 });
+    expect(await changelog.compact(13, fromStore(), held)).toMatchObject({ records: 2 });
+    expect([...(await restored(new PartitionChangelog(nc, stream, prefix), 13)).keys()].sort()).toEqual(['evt_after', 'evt_late', 'evt_own']);
+  });
 
   it('reads the marked snapshot, then the batches after what it covers: a batch stored between its messages wins', async () => {
     const { changelog, stream, prefix } = await changelogHolding(8);
@@ -356,21 +443,21 @@ describe('partition changelog snapshots', () => {
 
   it('leaves out deliveries past retention with their steps, and purges what a snapshot replaced one snapshot later', async () => {
     const { changelog, stream, prefix } = await changelogHolding(9);
-    const expired = (record: DeliveryRecord) => record.status === 'succeeded' && record.id < 'dlv_m';
+    const expired = (record: Pick<DeliveryRecord, 'id' | 'status'>) => record.status === 'succeeded' && record.id < 'dlv_m';
     await changelog.append(9, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_a_old_done', 1, 'pending') }, held);
     await changelog.append(9, { kind: 'steps', projectId: 'p1', record: { id: 'dlv_a_old_done', changes: [step(1, 'succeeded', true)] } }, held);
     await changelog.append(9, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_b_old_live', 1, 'pending') }, held);
     await changelog.append(9, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_z_new_done', 2, 'succeeded') }, held);
     await changelog.append(9, { kind: 'event', projectId: 'p1', record: event('evt_kept') }, held);
 
-    expect(await changelog.compact(9, expired, held)).toMatchObject({ records: 3, leftOut: 1, purged: 0 });
+    expect(await compactFromStore(changelog, 9, { expired })).toMatchObject({ records: 3, leftOut: 1, purged: 0 });
     const afterFirst = await restored(new PartitionChangelog(nc, stream, prefix), 9);
     expect([...afterFirst.keys()].sort()).toEqual(['dlv_b_old_live', 'dlv_z_new_done', 'evt_kept']);
     // Nothing purged yet: a restore that read no marker, or this one, still finds all it reads.
     expect(await messagesBySubject(stream, prefix, 9)).toEqual({ log: 5, snap: 1, snapped: 1 });
 
     await changelog.append(9, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_b_old_live', 3, 'retrying') }, held);
-    expect(await changelog.compact(9, expired, held)).toMatchObject({ records: 3, leftOut: 0, purged: 5 });
+    expect(await compactFromStore(changelog, 9, { expired })).toMatchObject({ records: 3, leftOut: 0, purged: 5 });
     // Left: the first snapshot and its marker, the batch after it, the second snapshot and its marker.
     expect(await messagesBySubject(stream, prefix, 9)).toEqual({ log: 1, snap: 2, snapped: 2 });
     const afterSecond = await restored(new PartitionChangelog(nc, stream, prefix), 9);
@@ -385,14 +472,14 @@ describe('partition changelog snapshots', () => {
   it('writes no marker for a node whose lease went, nor over a marker another node wrote since it read', async () => {
     const { changelog: old, stream, prefix } = await changelogHolding(10);
     await old.append(10, { kind: 'event', projectId: 'p1', record: event('evt_1') }, held);
-    expect(await old.compact(10, never, () => false)).toBeNull();
+    expect(await compactFromStore(old, 10, { stillHeld: () => false })).toBeNull();
 
     const owner = new PartitionChangelog(nc, stream, prefix);
     await owner.restore(10, () => {});
     await owner.append(10, { kind: 'event', projectId: 'p1', record: event('evt_2') }, held);
-    expect(await owner.compact(10, never, held)).toMatchObject({ records: 2 });
+    expect(await compactFromStore(owner, 10)).toMatchObject({ records: 2 });
     // The old node, unaware, believes it still holds the partition: it finds a marker it never saw.
-    expect(await old.compact(10, never, held)).toBeNull();
+    expect(await compactFromStore(old, 10)).toBeNull();
     expect(await messagesBySubject(stream, prefix, 10)).toEqual({ log: 2, snap: 1, snapped: 1 });
     expect([...(await restored(new PartitionChangelog(nc, stream, prefix), 10)).keys()].sort()).toEqual(['evt_1', 'evt_2']);
   });
@@ -407,7 +494,7 @@ describe('partition changelog snapshots', () => {
     expect(changelog.snapshotDue(11)).toBe(false);
     await Promise.all([4, 5, 6, 7, 8].map((i) => changelog.append(11, { kind: 'event', projectId: 'p1', record: event(`evt_${i}`) }, held)));
     expect(changelog.snapshotDue(11)).toBe(true);
-    await changelog.compact(11, never, held);
+    await compactFromStore(changelog, 11);
     expect(changelog.snapshotDue(11)).toBe(false);
     // 8 records in the snapshot: due again after 8 more entries, not after the minimum of 4.
     for (let i = 10; i < 15; i++) await changelog.append(11, { kind: 'event', projectId: 'p1', record: event(`evt_${i}`) }, held);

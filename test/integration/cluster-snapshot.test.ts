@@ -67,4 +67,39 @@ describe('changelog snapshots', () => {
     // Nothing was sent again by the new owner.
     expect(receiver.received).toHaveLength(ids.length);
   }, 120_000);
+
+  it('a SIGTERM of an owner writing snapshots of a long changelog exits promptly, and the next owner restores every delivery', async () => {
+    const EVENTS = 3_000;
+    const cluster = await startTestCluster({
+      partitions: 2,
+      label: 'snapshot-term',
+      // Every delivery fails its first attempt (nothing listens) and waits 6 h: the partition only grows.
+      settings: { HOOKLINE_CHANGELOG_SNAPSHOT_EVERY: '200', HOOKLINE_RETRY_SCHEDULE: '0,6h,6h' },
+    });
+    onTestFinished(() => cluster.dispose());
+    await cluster.startSettled(['node-a']);
+    const nodeA = cluster.node('node-a');
+    const { projectId, apiKey } = await cluster.createProject(nodeA, 'snapshot-term');
+    expect((await cluster.apiSettled(nodeA, 'PUT', '/v1/webhook', { key: apiKey, body: { callbackUrl: 'http://127.0.0.1:9/dead', status: 'active', eventTypes: ALL_TYPES } })).status).toBe(200);
+    const partition = cluster.partitionOf(projectId);
+    const snapshotsOf = () => nodeA.logs(/^partition changelog snapshot written$/).filter((line) => line.partition === partition);
+    for (let from = 0; from < EVENTS; from += 500) {
+      const events = Array.from({ length: 500 }, (_, i) => ({ id: `evt_term_${from + i}`, type: 'service.trigger.event', data: { n: from + i } }));
+      expect((await cluster.apiSettled(nodeA, 'POST', '/v1/events/batch', { key: apiKey, body: { events } })).status).toBe(202);
+      // The first snapshot, then the rest of the fill: the next is due as the fill ends.
+      if (from === 0) await waitFor(() => snapshotsOf().length > 0, { timeoutMs: 20_000, message: 'a snapshot of the partition' });
+    }
+    const waiting = new RegExp(`^hookline_waiting_deliveries(\\{[^}]*\\})? ${EVENTS}$`, 'm');
+    await waitFor(async () => waiting.test((await cluster.api(nodeA, 'GET', '/metrics')).body), { timeoutMs: 30_000, message: 'every delivery waiting on node-a' });
+
+    // Whether a snapshot is being written now or not, the stop waits for none to finish.
+    const stoppedAt = Date.now();
+    nodeA.child.process.kill('SIGTERM');
+    await nodeA.child.exited;
+    expect(Date.now() - stoppedAt).toBeLessThan(10_000);
+
+    await cluster.startSettled(['node-b'], 30_000);
+    const nodeB = cluster.node('node-b');
+    await waitFor(async () => waiting.test((await cluster.api(nodeB, 'GET', '/metrics')).body), { timeoutMs: 30_000, message: 'every delivery waiting on node-b' });
+  }, 180_000);
 });
