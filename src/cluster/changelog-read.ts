@@ -35,12 +35,15 @@ export interface PartitionRead {
 }
 
 /**
- * Bytes a read asks for at a time. Unbounded, a pull of a hundred 1 MB batches put more than the
- * server's 64 MB of pending output to one client in flight; a busy reader was then cut off as a slow
- * consumer and its read waited for ever (the server counted every message delivered, the reader had
- * half).
+ * Bytes a read may have in flight, counted as messages of the server's max_payload. Unbounded, a
+ * pull of a hundred 1 MB batches put more than the server's 64 MB of pending output to one client in
+ * flight; a busy reader was then cut off as a slow consumer and its read waited for ever (the server
+ * counted every message delivered, the reader had half). Bounded in bytes (`max_bytes`), a pull
+ * whose room left was smaller than the next message ended in a 409 ("message size exceeds
+ * maxbytes"), on which the client waits for missed heartbeats: 15 s each time (a restore of 13 MB of
+ * 1 MB batches took 15.8 s, 0.2 s counted in messages).
  */
-const READ_BYTES_PER_PULL = 8 * 1024 * 1024;
+const READ_BYTES_IN_FLIGHT = 32 * 1024 * 1024;
 
 /** Reads a partition's changelog back: its last snapshot marker, and its entries in the order they lie over each other. */
 export class ChangelogReader {
@@ -49,6 +52,8 @@ export class ChangelogReader {
     private readonly jsm: () => Promise<JetStreamManager>,
     private readonly stream: string,
     private readonly subjectPrefix: string,
+    /** The server's max_payload: the largest message a read may meet. */
+    private readonly maxPayload: () => number,
   ) {}
 
   /** `<prefix>.<partition>.<token>`: where a partition's batches, snapshots and markers go. */
@@ -106,11 +111,11 @@ export class ChangelogReader {
   private async readMessages(filter: string, from: number, to: number, visit: (message: JsMsg) => number, between: () => Promise<unknown>): Promise<void> {
     const consumer = await this.js.consumers.get(this.stream, { filter_subjects: filter, ...(from > 1 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from } : { deliver_policy: DeliverPolicy.All }) });
     if ((await consumer.info()).num_pending === 0) return;
-    const messages = await consumer.consume({ max_bytes: READ_BYTES_PER_PULL });
+    const messages = await consumer.consume({ max_messages: Math.max(2, Math.floor(READ_BYTES_IN_FLIGHT / this.maxPayload())) });
     // Stopped however the read ends: an ordered consumer left running recreates itself on the
     // server each time its heartbeats go missing.
     try {
-      // The messages of a pull (up to 8 MB) come in one turn of the event loop: the read yields
+      // The messages of a pull (up to 32 MB) come in one turn of the event loop: the read yields
       // after every RECORDS_PER_TURN records (a restore's longest stall in bench:changelog fell from
       // 240-290 ms to about 140).
       let recordsThisTurn = 0;

@@ -125,7 +125,7 @@ export class PartitionChangelog {
     private readonly snapshotEvery = DEFAULT_CHANGELOG_SNAPSHOT_EVERY,
   ) {
     this.js = jetstream(connection);
-    this.reader = new ChangelogReader(this.js, () => this.jsm(), stream, subjectPrefix);
+    this.reader = new ChangelogReader(this.js, () => this.jsm(), stream, subjectPrefix, () => this.maxPayload());
   }
 
   /** Creates the stream with `replicas` when absent (safe from several nodes at once). */
@@ -244,7 +244,12 @@ export class PartitionChangelog {
 
   /** Bytes of entries a message may hold: the server's max_payload less room for headers. */
   private payloadLimit(): number {
-    return Math.max(HEADER_ROOM_BYTES, (this.connection.info?.max_payload ?? 1024 * 1024) - HEADER_ROOM_BYTES);
+    return Math.max(HEADER_ROOM_BYTES, this.maxPayload() - HEADER_ROOM_BYTES);
+  }
+
+  /** The server's max_payload (its default before the connection says). */
+  private maxPayload(): number {
+    return this.connection.info?.max_payload ?? 1024 * 1024;
   }
 
   private async publishBatch(log: PartitionLog, data: Buffer): Promise<void> {

@@ -362,12 +362,13 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   async acquire(partition: number): Promise<void> {
     const started = Date.now();
     // Laid into LMDB as it is read, a chunk per commit: the partition is never held in memory.
-    const restoring = this.engine.store.restoring();
+    const restoring = this.engine.store.restoring(partition);
     const restored = await this.changelog.restoreInto(partition, (entries) => restoring.apply(entries));
+    const keptOwn = await restoring.finish();
     const owns = (projectId: string) => this.partitionOf(projectId) === partition;
     // Served from here on: until now the API forwarded the partition's calls (to no one: 503).
     this.serving.add(partition);
-    this.logger.info({ partition, restored, ms: Date.now() - started }, 'partition restored from the changelog');
+    this.logger.info({ partition, restored, keptOwn, ms: Date.now() - started }, 'partition restored from the changelog');
     this.engine.resumeProjects(owns);
     this.rpc.serve(partition);
     const durable = `${this.settings.natsDurable}-p${partition}`;

@@ -1,7 +1,8 @@
 import type { Database } from 'lmdb';
 import type { DeliveryTables } from './delivery-tables.js';
 import { observed } from './lmdb-commit-failures.js';
-import type { DeliveryChange, DeliveryHead, DeliveryRecord, EventRecord, WebhookRecord } from './records.js';
+import { withChanges } from './delivery-model.js';
+import type { DeliveryChange, DeliveryHead, DeliveryRecord, EventRecord, TransitionRecord, WebhookRecord } from './records.js';
 
 /** Steps of one delivery committed together, in order (a changelog entry). */
 export interface DeliverySteps {
@@ -25,15 +26,25 @@ export interface RestoreTables {
   readonly events: Database<EventRecord, [string, string]>;
   readonly deliveries: Database<DeliveryHead, [string, string]>;
   readonly deliveryTables: DeliveryTables;
+  /** This node's own copies a restore replaced, until it ends (`ChangelogRestore.finish`). */
+  readonly restoreStash: Database<DeliveryRecord, StashKey>;
 }
+
+/** A set-aside copy's key: the partition restored, then the delivery's. */
+export type StashKey = [partition: number, projectId: string, deliveryId: string];
+
+/** Copies `ChangelogRestore.finish` weighs in one transaction. */
+const RESTORE_TURN = 5_000;
 
 /**
  * Stores a record from the changelog over whatever this node had, unless this node's copy is newer:
  * a node that owned the partition before may hold a later version whose append never reached the
- * changelog, and a restore must never move a record back in time. A delivery's transitions and an
- * event's delivery ids only ever grow; a webhook carries `updatedAt`. Issued inside the caller's
- * transaction. Answers the event version replaced (an event's), else undefined; false when the
- * local copy was kept.
+ * changelog, and a restore must never move a record back in time. An event's delivery ids only ever
+ * grow; a webhook carries `updatedAt`. A delivery's copy here is newer when it holds the changelog
+ * version's transitions and more (`holdsTransitions`); a copy that differs (its attempts made by a
+ * node fenced out, while another owner appended its own) gives way to the changelog's. Issued inside
+ * the caller's transaction. Answers the event version replaced (an event's), else undefined; false
+ * when the local copy was kept.
  */
 export function putRestoredRecord(tables: RestoreTables, projectId: string, restored: RestoredRecord): EventRecord | undefined | false {
   if (restored.kind === 'webhook') {
@@ -47,7 +58,8 @@ export function putRestoredRecord(tables: RestoreTables, projectId: string, rest
     return previous;
   } else {
     const previous = tables.deliveries.get([projectId, restored.record.id]);
-    if (previous && previous.transitionCount > restored.record.transitions.length) return false;
+    const incoming = restored.record.transitions;
+    if (previous && previous.transitionCount > incoming.length && holdsTransitions(tables.deliveryTables.assemble(projectId, previous).transitions, 0, incoming)) return false;
     // Removed whole, log entries too: the record's logs may be shorter than those the previous
     // version's steps left, and a read assembles whatever lies under the delivery's id.
     if (previous) tables.deliveryTables.remove(projectId, previous);
@@ -61,9 +73,12 @@ export function putRestoredRecord(tables: RestoreTables, projectId: string, rest
  * batches after it), a chunk per transaction: LMDB holds the latest version of each record, so a
  * takeover never holds the partition in memory (an in-memory merge of 200,000 deliveries left the
  * node at 1.7 GB RssAnon, bench:takeover). The outcome is the in-memory merge's
- * (`PartitionChangelog.restore`): each record's latest version (`putRestoredRecord`), a delivery's
- * steps applied in transition order from its record's, steps after a gap left out, and the
- * deliveries of ingests that were taken back left out (see `withoutTakenBack` there).
+ * (`PartitionChangelog.restore`): each record's latest version, a delivery's steps applied in
+ * transition order from its record's, steps after a gap left out, the deliveries of ingests that
+ * were taken back left out (see `withoutTakenBack` there), and this node's own copy of a delivery
+ * kept where it holds the changelog's final version and more (`putRestoredRecord`). That last is
+ * known only at the end: a delivery's first entries hold fewer transitions than its last, so a
+ * longer copy of this node's is set aside as it is replaced, and weighed by `finish`.
  */
 export class ChangelogRestore {
   /** Steps not applicable yet (no record, or a gap before them), by `projectId.deliveryId`: rare. */
@@ -71,7 +86,10 @@ export class ChangelogRestore {
   /** The event applied last: a delivery comes right after its event, in the same message. */
   private lastEvent: { projectId: string; record: EventRecord } | null = null;
 
-  constructor(private readonly tables: RestoreTables) {}
+  constructor(
+    private readonly tables: RestoreTables,
+    private readonly partition: number,
+  ) {}
 
   /** Lays `entries` (in append order) into LMDB in one transaction. */
   apply(entries: readonly ChangelogEntry[]): Promise<void> {
@@ -83,7 +101,12 @@ export class ChangelogRestore {
   private applyOne(entry: ChangelogEntry): void {
     const { projectId } = entry;
     if (entry.kind === 'steps') return this.applySteps(projectId, entry.record.id, entry.record.changes);
-    if (entry.kind === 'delivery' && this.takenBack(projectId, entry.record)) return;
+    if (entry.kind === 'delivery') {
+      if (this.takenBack(projectId, entry.record)) return;
+      this.putDelivery(projectId, entry.record);
+      if (this.parked.has(`${projectId}.${entry.record.id}`)) this.applySteps(projectId, entry.record.id, []);
+      return;
+    }
     const replaced = putRestoredRecord(this.tables, projectId, entry);
     if (entry.kind === 'event' && replaced !== false) {
       this.lastEvent = { projectId, record: entry.record };
@@ -95,7 +118,6 @@ export class ChangelogRestore {
         if (head) this.tables.deliveryTables.remove(projectId, head);
       }
     }
-    if (entry.kind === 'delivery' && replaced !== false && this.parked.has(`${projectId}.${entry.record.id}`)) this.applySteps(projectId, entry.record.id, []);
   }
 
   /** Whether the delivery's event, as stored, does not list it (a delivery whose event is not stored is kept). */
@@ -128,4 +150,58 @@ export class ChangelogRestore {
     }
     if (contiguous.length > 0) this.tables.deliveryTables.putSteps(projectId, head, head.status, contiguous, false, head.status === 'retrying' ? head.nextAttemptAt : null);
   }
+
+  /**
+   * A delivery's version from the changelog, over whatever LMDB holds: a later entry holds a newer
+   * version. A longer copy this node held before the restore is set aside first (`stash`), for
+   * `finish` to weigh against the changelog's final version.
+   */
+  private putDelivery(projectId: string, record: DeliveryRecord): void {
+    const previous = this.tables.deliveries.get([projectId, record.id]);
+    if (previous) {
+      const stashKey: StashKey = [this.partition, projectId, record.id];
+      // Only the first copy replaced is this node's own: later ones are this restore's.
+      if (previous.transitionCount > record.transitions.length && !this.tables.restoreStash.doesExist(stashKey)) this.tables.restoreStash.put(stashKey, this.tables.deliveryTables.assemble(projectId, previous));
+      // Removed whole, log entries too: the record's logs may be shorter than those the previous
+      // version's steps left, and a read assembles whatever lies under the delivery's id.
+      this.tables.deliveryTables.remove(projectId, previous);
+    }
+    this.tables.deliveryTables.putWholeRecord(projectId, record);
+  }
+
+  /**
+   * Once every chunk is applied: puts back each copy `putDelivery` set aside that holds the
+   * changelog's final version and more (attempts this node made whose appends never reached the
+   * changelog); one that differs (made while this node was fenced out, another owner appending
+   * meanwhile) gives way to the changelog's. Answers how many were put back.
+   */
+  async finish(): Promise<number> {
+    let putBack = 0;
+    const range = { start: [this.partition], end: [this.partition + 1], limit: RESTORE_TURN };
+    for (;;) {
+      const stashed = [...this.tables.restoreStash.getRange(range)];
+      if (stashed.length === 0) return putBack;
+      await observed(this.tables.root.transaction(() => {
+        for (const { key, value: own } of stashed) {
+          const [, projectId, id] = key;
+          this.tables.restoreStash.remove(key);
+          const current = this.tables.deliveries.get([projectId, id]);
+          if (!current || own.transitions.length <= current.transitionCount) continue;
+          if (!holdsTransitions(own.transitions, 0, this.tables.deliveryTables.assemble(projectId, current).transitions)) continue;
+          this.tables.deliveryTables.remove(projectId, current);
+          this.tables.deliveryTables.putWholeRecord(projectId, own);
+          putBack++;
+        }
+      }));
+    }
+  }
+}
+
+/** Whether `held` has `incoming`'s transitions, the same ones, from index `from` on. */
+function holdsTransitions(held: readonly TransitionRecord[], from: number, incoming: readonly TransitionRecord[]): boolean {
+  if (from + incoming.length > held.length) return false;
+  return incoming.every((transition, offset) => {
+    const mine = held[from + offset]!;
+    return mine.at === transition.at && mine.to === transition.to && mine.event === transition.event && mine.from === transition.from;
+  });
 }

@@ -5,7 +5,7 @@ import type { DeliveryStatus } from '../machines/index.js';
 import { commitFailureCause, installCommitFailureGuard, observed } from './lmdb-commit-failures.js';
 import type { DeliveryIdentity } from './delivery-model.js';
 import { headOf } from './delivery-model.js';
-import { ChangelogRestore, putRestoredRecord, type RestoredRecord } from './changelog-restore.js';
+import { ChangelogRestore, putRestoredRecord, type RestoredRecord, type StashKey } from './changelog-restore.js';
 import { DeliveryTables } from './delivery-tables.js';
 
 export type { RestoredRecord } from './changelog-restore.js';
@@ -72,6 +72,8 @@ export class HooklineStore {
   /** The status index (`DeliveryTables.byStatus`). */
   readonly deliveriesByStatus: Database<DeliverySchedule, StatusKey>;
   readonly rejectedEvents: Database<RejectedEventRecord, ProjectKey>;
+  /** This node's own delivery copies a partition's restore replaced (`ChangelogRestore`). */
+  readonly restoreStash: Database<DeliveryRecord, StashKey>;
 
   /** Set by a cluster node; null on a single node. */
   replicator: StoreReplicator | null = null;
@@ -93,6 +95,7 @@ export class HooklineStore {
     this.deliveries = this.deliveryTables.heads;
     this.deliveriesByStatus = this.deliveryTables.byStatus;
     this.rejectedEvents = openTable(this.root, 'rejected-events');
+    this.restoreStash = openTable(this.root, 'restore-stash');
     this.deliveryTables.convertWholeRecords();
     this.diskQuota = new DiskQuota(this.root, options.path, options.maxDataBytes ?? 0);
     this.durableWrites = new DurableWrites(this.root);
@@ -245,9 +248,9 @@ export class HooklineStore {
     await observed(this.root.transaction(() => void putRestoredRecord(this, projectId, restored)));
   }
 
-  /** Lays a partition's changelog into this store as it is read (a cluster takeover). */
-  restoring(): ChangelogRestore {
-    return new ChangelogRestore(this);
+  /** Lays a partition's changelog into this store as it is read (a cluster takeover); `finish` once it is all applied. */
+  restoring(partition: number): ChangelogRestore {
+    return new ChangelogRestore(this, partition);
   }
 
   /**
