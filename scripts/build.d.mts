@@ -8,7 +8,7 @@ export interface BuildOptions {
   allowTypeErrors?: boolean;
 }
 
-/** Builds dist/ (tsc, dashboard, CommonJS SDK) and stamps it; throws when a step fails. */
+/** Builds dist/ (tsc, dashboard, CommonJS SDK), then packages/sdk/dist, and stamps dist/; throws when a step fails. */
 export function build(options?: BuildOptions): { warnings: string[] };
 
 /** Builds only when `buildIsStale()`. */

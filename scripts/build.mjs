@@ -5,7 +5,10 @@
 //   1. tsc: src/ → dist/ (ESM, with .d.ts), what the CLI, the server and `import 'hookline/sdk'` load;
 //   2. the dashboard: web/ → dist/ui (scripts/build-ui.mjs);
 //   3. the SDK for CommonJS consumers (scripts/build-sdk-cjs.mjs): dist/cjs, what `require('hookline/sdk')`
-//      loads on every supported Node without relying on require(esm).
+//      loads on every supported Node without relying on require(esm);
+//   4. in a checkout, @hookline/sdk (scripts/build-sdk-package.mjs): packages/sdk/dist, the SDK as its own
+//      package with no dependencies, assembled from the files of 1 and 3; skipped where there is no
+//      packages/sdk (the Dockerfile's build stage, which builds the server alone).
 // Then it stamps dist/.build-stamp with the time the build started, so a source saved during the build
 // still counts as newer than the build.
 //
@@ -14,15 +17,18 @@
 //   --allow-type-errors  accept tsc's status 2 (errors reported, every output still written); for
 //                        tests run while some unrelated file is mid-edit
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const stamp = join(root, 'dist', '.build-stamp');
 
+/** The manifest of @hookline/sdk (packages/sdk): its peerDependencies are the imports the SDK may keep. */
+const SDK_PACKAGE = 'packages/sdk/package.json';
+
 /** What the build reads: a change to any of these makes dist/ stale. */
-const SOURCES = ['src', 'web', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.mjs', 'scripts/build-ui.mjs', 'scripts/build-sdk-cjs.mjs'];
+const SOURCES = ['src', 'web', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.mjs', 'scripts/build-ui.mjs', 'scripts/build-sdk-cjs.mjs', 'scripts/build-sdk-package.mjs', SDK_PACKAGE];
 
 /** tsc's exit status when it reported type errors but still wrote every output. */
 const TSC_ERRORS_OUTPUTS_GENERATED = 2;
@@ -67,7 +73,10 @@ export function build({ allowTypeErrors = false } = {}) {
   const tsc = run('tsc', [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json']);
   if (tsc.status === TSC_ERRORS_OUTPUTS_GENERATED && allowTypeErrors) warnings.push(`dist was built, with type errors:\n${tsc.output}`);
   else if (tsc.status !== 0) throw new Error(`building dist failed (tsc status ${tsc.status}):\n${tsc.output}`);
-  for (const step of [run('dashboard', [join(root, 'scripts', 'build-ui.mjs')]), run('sdk-cjs', [join(root, 'scripts', 'build-sdk-cjs.mjs')])]) {
+  const steps = [['dashboard', 'build-ui.mjs'], ['sdk-cjs', 'build-sdk-cjs.mjs']];
+  if (existsSync(join(root, SDK_PACKAGE))) steps.push(['@hookline/sdk', 'build-sdk-package.mjs']);
+  for (const [label, script] of steps) {
+    const step = run(label, [join(root, 'scripts', script)]);
     if (step.status !== 0) throw new Error(`building ${step.label} failed (status ${step.status}):\n${step.output}`);
   }
   mkdirSync(dirname(stamp), { recursive: true });

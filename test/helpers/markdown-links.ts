@@ -131,9 +131,9 @@ export function brokenMarkdownLinks(root: string, files: string[]): BrokenLink[]
   return broken;
 }
 
-/** README.md, BENCHMARKS.md and every Markdown file under docs/, relative to `root`. */
+/** README.md, BENCHMARKS.md, the SDK package's README and every Markdown file under docs/, relative to `root`. */
 export function documentationFiles(root: string): string[] {
-  const files = ['README.md', 'BENCHMARKS.md'].filter((name) => existsSync(join(root, name)));
+  const files = ['README.md', 'BENCHMARKS.md', 'packages/sdk/README.md'].filter((name) => existsSync(join(root, name)));
   const walk = (dir: string) => {
     for (const entry of readdirSync(join(root, dir), { withFileTypes: true })) {
       const path = join(dir, entry.name);

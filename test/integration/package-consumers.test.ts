@@ -1,9 +1,9 @@
-import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt } from '../helpers/child-node.js';
+import { initProject, packWithoutScripts, run, succeed } from '../helpers/npm-project.js';
 import { makeTempDir } from '../helpers/temp-dir.js';
 
 /**
@@ -19,29 +19,12 @@ const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 const work = makeTempDir('hookline-consumer-');
 const consumer = join(work.path, 'consumer');
 
-function run(command: string, args: string[], cwd: string): SpawnSyncReturns<string> {
-  const result = spawnSync(command, args, { cwd, encoding: 'utf8', env: { ...process.env, NPM_CONFIG_LOGLEVEL: 'warn', NPM_CONFIG_FUND: 'false', NPM_CONFIG_AUDIT: 'false' } });
-  if (result.error) throw result.error;
-  return result;
-}
-
-function succeed(command: string, args: string[], cwd: string): string {
-  const result = run(command, args, cwd);
-  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed (${result.status}):\n${result.stdout}\n${result.stderr}`);
-  return `${result.stdout}${result.stderr}`;
-}
-
 let installOutput = '';
 
 beforeAll(() => {
-  // dist/ built here with the test helpers' build, then packed without scripts: prepack would run
-  // the same build again, strictly, and fail on a file another change has mid-edit.
   ensureBuilt();
-  succeed('npm', ['pack', '--ignore-scripts', '--pack-destination', work.path], ROOT);
-  const tarball = readdirSync(work.path).find((name) => name.endsWith('.tgz'));
-  if (!tarball) throw new Error('npm pack wrote no tarball');
-  succeed('mkdir', [consumer], work.path);
-  succeed('npm', ['init', '-y'], consumer);
+  const tarball = packWithoutScripts(ROOT, work.path);
+  initProject(consumer);
   installOutput = succeed('npm', ['install', join(work.path, tarball)], consumer);
 }, 300_000);
 
@@ -66,8 +49,7 @@ describe('the repository used in place builds nothing (it used to run a 19 s bui
   it('npm install <the repository directory> runs no build and links the built package', () => {
     const before = builtAt();
     const folder = join(work.path, 'directory-consumer');
-    mkdirSync(folder);
-    succeed('npm', ['init', '-y'], folder);
+    initProject(folder);
     // Foreground scripts: a lifecycle script of hookline, were there one, would print its banner here.
     const output = succeed('npm', ['install', '--foreground-scripts', REPO], folder);
     // Its prepare (scripts/prepare.mjs) runs, and finds dist/ as new as the sources.
@@ -97,8 +79,7 @@ describe('an unbuilt checkout builds on install (issue 37: `npx hookline` answer
       cpSync(join(ROOT, entry), join(checkout, entry), { recursive: true });
     }
     const folder = join(work.path, 'unbuilt-consumer');
-    mkdirSync(folder);
-    succeed('npm', ['init', '-y'], folder);
+    initProject(folder);
     const output = succeed('npm', ['install', '--prefer-offline', '--foreground-scripts', checkout], folder);
     expect(output).toMatch(/installing the dev dependencies in .*unbuilt-checkout/);
     expect(existsSync(join(checkout, 'dist', '.build-stamp'))).toBe(true);

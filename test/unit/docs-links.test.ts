@@ -8,9 +8,10 @@ import { testDataDir } from '../helpers/temp-dir.js';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 describe('the documentation\'s links', () => {
-  it('every relative link and #anchor in README.md, BENCHMARKS.md and docs/**/*.md resolves', () => {
+  it('every relative link and #anchor in README.md, BENCHMARKS.md, packages/sdk/README.md and docs/**/*.md resolves', () => {
     const files = documentationFiles(ROOT);
     expect(files).toContain('README.md');
+    expect(files).toContain('packages/sdk/README.md');
     expect(files.filter((file) => file.startsWith('docs/')).length).toBeGreaterThan(5);
     const broken = brokenMarkdownLinks(ROOT, files).map(({ file, line, target, reason }) => `${file}:${line} ${target}: ${reason}`);
     expect(broken, 'links that lead nowhere').toEqual([]);
