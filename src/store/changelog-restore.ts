@@ -26,8 +26,12 @@ export interface RestoreTables {
   readonly events: Database<EventRecord, [string, string]>;
   readonly deliveries: Database<DeliveryHead, [string, string]>;
   readonly deliveryTables: DeliveryTables;
-  /** This node's own copies a restore replaced, until it ends (`ChangelogRestore.finish`). */
-  readonly restoreStash: Database<DeliveryRecord, StashKey>;
+  /**
+   * Deliveries a restore has written, of projects this node held deliveries of before it, with this
+   * node's own copy where it was longer than the changelog's first version (else null); until the
+   * restore ends (`ChangelogRestore.finish`).
+   */
+  readonly restoreStash: Database<DeliveryRecord | null, StashKey>;
 }
 
 /** A set-aside copy's key: the partition restored, then the delivery's. */
@@ -83,6 +87,8 @@ export function putRestoredRecord(tables: RestoreTables, projectId: string, rest
 export class ChangelogRestore {
   /** Steps not applicable yet (no record, or a gap before them), by `projectId.deliveryId`: rare. */
   private readonly parked = new Map<string, DeliveryChange[]>();
+  /** `heldHere`'s answers, by project. */
+  private readonly projectsHeldHere = new Map<string, boolean>();
   /** The event applied last: a delivery comes right after its event, in the same message. */
   private lastEvent: { projectId: string; record: EventRecord } | null = null;
 
@@ -152,21 +158,46 @@ export class ChangelogRestore {
   }
 
   /**
-   * A delivery's version from the changelog, over whatever LMDB holds: a later entry holds a newer
-   * version. A longer copy this node held before the restore is set aside first (`stash`), for
-   * `finish` to weigh against the changelog's final version.
+   * A delivery's version from the changelog. Over a version this restore wrote, the longer stays: a
+   * snapshot is read from the owner's LMDB while batches go on being appended, so it may hold newer
+   * versions than the batches after the last one it covers. This node's own copy, from before the
+   * restore, gives way to the changelog's first version; if it was longer, it is set aside for
+   * `finish` to weigh against the changelog's final version. Which is which is told apart only for
+   * projects this node held deliveries of (`heldHere`): a takeover by a node new to the partition
+   * writes nothing more.
    */
   private putDelivery(projectId: string, record: DeliveryRecord): void {
     const previous = this.tables.deliveries.get([projectId, record.id]);
-    if (previous) {
+    if (this.heldHere(projectId)) {
       const stashKey: StashKey = [this.partition, projectId, record.id];
-      // Only the first copy replaced is this node's own: later ones are this restore's.
-      if (previous.transitionCount > record.transitions.length && !this.tables.restoreStash.doesExist(stashKey)) this.tables.restoreStash.put(stashKey, this.tables.deliveryTables.assemble(projectId, previous));
-      // Removed whole, log entries too: the record's logs may be shorter than those the previous
-      // version's steps left, and a read assembles whatever lies under the delivery's id.
-      this.tables.deliveryTables.remove(projectId, previous);
+      if (!this.tables.restoreStash.doesExist(stashKey)) {
+        const ownIsLonger = previous !== undefined && previous.transitionCount > record.transitions.length;
+        this.tables.restoreStash.put(stashKey, ownIsLonger ? this.tables.deliveryTables.assemble(projectId, previous) : null);
+        return this.replaceDelivery(projectId, previous, record);
+      }
     }
+    if (previous && previous.transitionCount > record.transitions.length) return;
+    this.replaceDelivery(projectId, previous, record);
+  }
+
+  private replaceDelivery(projectId: string, previous: DeliveryHead | undefined, record: DeliveryRecord): void {
+    // Removed whole, log entries too: the record's logs may be shorter than those the previous
+    // version's steps left, and a read assembles whatever lies under the delivery's id.
+    if (previous) this.tables.deliveryTables.remove(projectId, previous);
     this.tables.deliveryTables.putWholeRecord(projectId, record);
+  }
+
+  /**
+   * Whether LMDB held deliveries of the project when the restore met it first: asked before the
+   * restore writes any of the project's, and remembered.
+   */
+  private heldHere(projectId: string): boolean {
+    let held = this.projectsHeldHere.get(projectId);
+    if (held === undefined) {
+      held = this.tables.deliveries.getKeysCount({ start: [projectId, ''], end: [projectId, '\uffff'], limit: 1 }) > 0;
+      this.projectsHeldHere.set(projectId, held);
+    }
+    return held;
   }
 
   /**
@@ -176,6 +207,7 @@ export class ChangelogRestore {
    * meanwhile) gives way to the changelog's. Answers how many were put back.
    */
   async finish(): Promise<number> {
+    this.projectsHeldHere.clear();
     let putBack = 0;
     const range = { start: [this.partition], end: [this.partition + 1], limit: RESTORE_TURN };
     for (;;) {
@@ -185,6 +217,7 @@ export class ChangelogRestore {
         for (const { key, value: own } of stashed) {
           const [, projectId, id] = key;
           this.tables.restoreStash.remove(key);
+          if (own === null) continue;
           const current = this.tables.deliveries.get([projectId, id]);
           if (!current || own.transitions.length <= current.transitionCount) continue;
           if (!holdsTransitions(own.transitions, 0, this.tables.deliveryTables.assemble(projectId, current).transitions)) continue;

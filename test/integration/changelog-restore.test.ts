@@ -103,28 +103,34 @@ describe('a streamed restore over this node\'s own copy', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.record({
+          heldHere: fc.boolean(),
           shared: fc.nat(6),
           mine: fc.nat(5),
           theirs: fc.nat(5),
           whole: fc.nat(8),
+          // A snapshot read while batches went on: a batch after it holds an older version, then the steps from there.
+          stale: fc.option(fc.nat(8), { nil: undefined }),
           groups: fc.array(fc.integer({ min: 1, max: 3 }), { maxLength: 8 }),
           chunks: fc.array(fc.integer({ min: 1, max: 3 }), { maxLength: 8 }),
         }),
-        async ({ shared, mine, theirs, whole, groups, chunks }) => {
+        async ({ heldHere, shared, mine, theirs, whole, stale, groups, chunks }) => {
           const local = withChanges(created(), history(shared, mine, 1));
           const changelogSteps = history(shared, theirs, 2);
-          const changelog = entries(changelogSteps, Math.min(whole, changelogSteps.length), groups);
+          const snapshotLength = Math.min(whole, changelogSteps.length);
+          const changelog = stale === undefined ? entries(changelogSteps, snapshotLength, groups) : [entries(changelogSteps, snapshotLength, [])[0]!, ...entries(changelogSteps, Math.min(stale, snapshotLength), groups)];
           const viaStream = openTempStore();
           const viaMemory = openTempStore();
-          for (const store of [viaStream, viaMemory]) await store.restoreRecord(PROJECT, { kind: 'delivery', record: local });
+          if (heldHere) for (const store of [viaStream, viaMemory]) await store.restoreRecord(PROJECT, { kind: 'delivery', record: local });
           await streamed(viaStream, changelog, chunks);
           await inMemory(viaMemory, changelog);
           const final = withChanges(created(), changelogSteps);
           // This node's copy survives only where it extends the changelog's final version.
-          const keptLocal = theirs === 0 && mine > 0;
+          const keptLocal = heldHere && theirs === 0 && mine > 0;
           expect(summary(viaStream)).toEqual(summary(viaMemory));
           expect(summary(viaStream).transitions).toEqual((keptLocal ? local : final).transitions.map((t) => t.at));
           expect(summary(viaStream).retrying).toEqual((keptLocal ? local : final).status === 'retrying' ? [ID] : []);
+          // Nothing is left set aside.
+          expect(viaStream.restoreStash.getKeysCount()).toBe(0);
         },
       ),
       { seed: 3506, numRuns: 60 },
