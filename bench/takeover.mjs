@@ -260,7 +260,7 @@ async function run(stop) {
     await sleep(SETTLE_S * 1000);
     const memory = procMemory(survivor.cp.pid);
     waiting = await waitingOn(survivor);
-    const restored = logRecords(survivor, 'partition restored from the changelog').at(-1) ?? {};
+    const restored = logRecords(survivor, 'partition restored from the changelog').filter((line) => line.partition === partitionOf(a.projectId, PARTITIONS)).at(-1) ?? {};
     const result = {
       stop, waiting_deliveries: accepted, fill_s: Number(fillS.toFixed(1)), api_s: Number(s(apiMs)), get_s: Number(s(getMs)), complete_s: Number(s(completeMs)), owner_exit_s: Number(s(ownerExitMs)), owner_anon_mb_after_fill: Number(ownerAnonMb.toFixed(1)), owner_peak_anon_mb_fill: Number(ownerPeakAnonMb.toFixed(1)), owner_snapshot_records: ownerSnapshots,
       restore_s: restored.ms !== undefined ? Number(s(restored.ms)) : null, restored_records: restored.restored ?? null,

@@ -41,9 +41,11 @@ export interface PartitionRead {
  * counted every message delivered, the reader had half). Bounded in bytes (`max_bytes`), a pull
  * whose room left was smaller than the next message ended in a 409 ("message size exceeds
  * maxbytes"), on which the client waits for missed heartbeats: 15 s each time (a restore of 13 MB of
- * 1 MB batches took 15.8 s, 0.2 s counted in messages).
+ * 1 MB batches took 15.8 s, 0.2 s counted in messages). Kept at 8 MB: the read shares the node's
+ * connection, and 32 MB queued ahead of other answers held them past their 5 s timeouts while a
+ * partition of 200,000 deliveries was restored (bench:takeover).
  */
-const READ_BYTES_IN_FLIGHT = 32 * 1024 * 1024;
+const READ_BYTES_IN_FLIGHT = 8 * 1024 * 1024;
 
 /** Reads a partition's changelog back: its last snapshot marker, and its entries in the order they lie over each other. */
 export class ChangelogReader {
@@ -115,7 +117,7 @@ export class ChangelogReader {
     // Stopped however the read ends: an ordered consumer left running recreates itself on the
     // server each time its heartbeats go missing.
     try {
-      // The messages of a pull (up to 32 MB) come in one turn of the event loop: the read yields
+      // The messages of a pull (up to 8 MB) come in one turn of the event loop: the read yields
       // after every RECORDS_PER_TURN records (a restore's longest stall in bench:changelog fell from
       // 240-290 ms to about 140).
       let recordsThisTurn = 0;
