@@ -47,6 +47,12 @@ export class ProjectActor {
   private operationalView: { of: Webhook | undefined; target: Webhook | undefined } = { of: undefined, target: undefined };
   /** What ingest and the recovery operations ask before they take anything in (admission.ts). */
   readonly admission: AdmissionState;
+  /**
+   * Deliveries of ingests admitted and not yet stored: they count against the limit as the waiting
+   * ones do. Counted only once stored, a batch's ingests (256 NATS messages in one turn, a POST of
+   * a batch) were all admitted against the same count, and a project at 0 of 50 took 400.
+   */
+  private admittedUnstored = 0;
 
   constructor(
     readonly projectId: string,
@@ -66,7 +72,7 @@ export class ProjectActor {
     const lifecycle = this.lifecycle;
     // The node's stop counts from its start: an actor made after it (a project nobody used since
     // the start) refuses too, and none takes anything in while the transports stop.
-    this.admission = { projectId, waiting: () => lifecycle.waiting, maxWaiting: deps.maxWaitingPerProject, store: deps.store, get isDraining() { return deps.nodeStopping() || lifecycle.isDraining; } };
+    this.admission = { projectId, waiting: () => lifecycle.waiting + this.admittedUnstored, maxWaiting: deps.maxWaitingPerProject, store: deps.store, get isDraining() { return deps.nodeStopping() || lifecycle.isDraining; } };
     this.recovery = new ProjectRecovery({
       projectId,
       deps,
@@ -223,10 +229,14 @@ export class ProjectActor {
     const delivery = matched ? this.newDeliveryRecord(eventId, input.type, now) : null;
     const answer: IngestAnswer = { id: eventId, deliveryId: delivery?.id ?? null };
     const event: EventRecord = { id: eventId, type: input.type, fingerprint, envelope, createdAt: now, answer, deliveryIds: delivery ? [delivery.id] : [] };
+    if (delivery) this.admittedUnstored++;
     try {
       await this.lifecycle.tracked(this.deps.store.writeIngest(this.projectId, event, delivery));
     } catch (error) {
       throw notStoredError(error);
+    } finally {
+      // In the same turn as `admit` below, which counts it as waiting.
+      if (delivery) this.admittedUnstored--;
     }
     this.deps.metrics.eventsIngested.inc({ matched: String(matched) });
     if (delivery) this.lifecycle.admit(headOf(delivery), envelope);

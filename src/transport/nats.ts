@@ -1,23 +1,21 @@
 import { AckPolicy, DeliverPolicy, StorageType, jetstream } from '@nats-io/jetstream';
-import type { ConsumerMessages, JetStreamManager, JsMsg } from '@nats-io/jetstream';
+import type { ConsumerMessages, JetStreamManager } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../logger.js';
-import { isHooklineError } from '../errors.js';
-import { inputProblems, problemsLine } from '../input-messages.js';
 import type { HooklineError } from '../errors.js';
-import { eventInputSchema } from './event-input.js';
-import type { EventInput } from './event-input.js';
 import type { NatsAccess } from './nats-access.js';
 import { maskedNatsUrl } from './nats-access.js';
 import { natsSchemeWarnings } from './nats-seeds.js';
 import { connectNats } from './nats-connection.js';
+import { ConsumerLoop } from './nats-consumer-loop.js';
+import { NatsMessages } from './nats-messages.js';
+import { ProjectParking } from './nats-parking.js';
 import { natsStartError } from './nats-start-error.js';
 import { ensureConsumer, ensureStream, reachJetStream } from './nats-streams.js';
-import type { EventSink, InboundTransport, Rejection } from './types.js';
+import type { EventSink, InboundTransport } from './types.js';
 import type { EventVerdict } from './verdict.js';
 import { encodeVerdict, verdictSubject, verdictSubjectPrefix } from './verdict.js';
-import { settled } from '../settled.js';
 
 /** Messages a consumer pulls per request. */
 export const DEFAULT_PULL_BATCH = 512;
@@ -59,8 +57,15 @@ export interface NatsTransportOptions {
    * @default MAX_MESSAGES_PER_TURN (256)
    */
   messagesPerTurn?: number;
-  /** Redelivery delay after a transient failure (storage full, draining). @default 1000 */
+  /**
+   * Redelivery delay after a first transient failure (storage full, draining), or the failure's
+   * Retry-After if longer; it doubles with each later delivery of the message, up to 30 s
+   * (redelivery-delay.ts).
+   * @default 1000
+   */
   nakDelayMs?: number;
+  /** Uniform in [0, 1), like `Math.random`: the jitter of redelivery delays. @default Math.random */
+  random?: () => number;
   /**
    * Subjects of the stream when this transport has to create it; a cluster node consuming one
    * partition (`<prefix>.<partition>`) creates the stream for every partition.
@@ -93,36 +98,17 @@ export interface NatsTransportOptions {
  */
 export const MAX_MESSAGES_PER_TURN = 256;
 
-/** Bytes of a rejected payload kept for diagnosis. */
-const REJECTED_PAYLOAD_BYTES = 1024;
-const textDecoder = new TextDecoder();
-
-/** What one message asks of the sink, decided from the message alone. */
-type Decision =
-  | { kind: 'ingest'; message: JsMsg; projectId: string; eventId: string | undefined; input: EventInput }
-  | { kind: 'reject'; message: JsMsg; eventId: string | undefined; rejection: Rejection };
-
-/** A message whose rejection is being recorded: terminated once it is, nak'ed if it cannot be. */
-interface Rejecting {
-  message: JsMsg;
-  eventId: string | undefined;
-  rejection: Rejection;
-  /** Whether the rejection reached the log; never rejects, since it is awaited only after the ingests. */
-  recorded: Promise<boolean>;
-}
-
 /**
- * Inbound events from NATS JetStream, at least once. A message is acked only after its event (and
- * delivery) is committed to LMDB; one that can never be accepted (bad JSON, failed validation, an
- * unknown project, an id reused with another body) is recorded in the rejected-events log and then
- * terminated; a transient failure is nak'ed with a delay so JetStream redelivers it. Redeliveries are
- * harmless: the event id (body `id`, else `Nats-Msg-Id`, else one derived from the stream sequence
- * and store time) de-duplicates them.
+ * Inbound events from NATS JetStream, at least once: the ack / nak / term mapping is
+ * nats-messages.ts's. Redeliveries are harmless: the event id (body `id`, else `Nats-Msg-Id`, else one
+ * derived from the stream sequence and store time) de-duplicates them. A project over
+ * HOOKLINE_MAX_WAITING_PER_PROJECT is parked (nats-parking.ts): its events wait in the stream for a
+ * consumer of its own, and the other projects' go on.
  *
- * Messages are taken in batches: those that arrive in one turn of the event loop (a pull brings up
- * to `batch` at once), at most `MAX_MESSAGES_PER_TURN`, are validated together and handed to the
- * sink together, so the store commits them in one LMDB transaction (one fsync); each is then acked,
- * terminated or nak'ed on its own outcome once the batch has settled.
+ * Messages are taken in batches (nats-consumer-loop.ts): those that arrive in one turn of the event
+ * loop, at most `messagesPerTurn`, are validated together and handed to the sink together, so the
+ * store commits them in one LMDB transaction (one fsync); each is then acked, terminated or nak'ed
+ * on its own outcome once the batch has settled.
  */
 export class NatsTransport implements InboundTransport {
   readonly name = 'nats';
@@ -130,14 +116,8 @@ export class NatsTransport implements InboundTransport {
   readonly subjectPrefix: string;
   readonly durable: string;
   private connection: NatsConnection | null = null;
-  private messages: ConsumerMessages | null = null;
-  private loop: Promise<void> | null = null;
-  private stopping = false;
-  private wake: () => void = () => {};
-  /** Messages received this turn, not yet handed to the sink. */
-  private arrived: JsMsg[] = [];
-  private sink: EventSink | null = null;
-  private readonly inflight = new Set<Promise<void>>();
+  private loop: ConsumerLoop | null = null;
+  private parking: ProjectParking | null = null;
 
   constructor(private readonly options: NatsTransportOptions) {
     this.stream = options.stream ?? 'HOOKLINE_EVENTS';
@@ -182,18 +162,33 @@ export class NatsTransport implements InboundTransport {
     return { ...this.options.access, natsUrl: typeof servers === 'string' ? servers : servers.join(',') };
   }
 
+  /** Resumes the parks an earlier run left (nats-parking.ts), then consumes the stream. */
   async start(sink: EventSink): Promise<void> {
     await this.connect();
     const connection = this.connection!;
-    this.sink = sink;
-    let messages: ConsumerMessages;
+    const messages = new NatsMessages({ subjectPrefix: this.subjectPrefix, nakDelayMs: this.options.nakDelayMs ?? 1000, random: this.options.random ?? Math.random, sendVerdict: (verdict) => this.sendVerdict(verdict) });
+    const messagesPerTurn = this.options.messagesPerTurn ?? MAX_MESSAGES_PER_TURN;
+    const labels = { stream: this.stream, durable: this.durable };
+    let first: ConsumerMessages;
+    let parking: ProjectParking | null = null;
     try {
-      messages = await this.consume(connection);
+      const manager = await this.manager(connection);
+      parking = new ProjectParking({ connection, manager, stream: this.stream, durable: this.durable, subjectPrefix: this.subjectPrefix, messages, sink, messagesPerTurn, logger: this.options.logger });
+      // Before the stream: a parked project's messages are set aside from the first one on.
+      await parking.resume();
+      first = await this.consume(connection);
     } catch (error) {
+      await parking?.stop();
       if (!this.options.connection) await connection.close().catch(() => {});
       throw natsStartError(this.access(), error);
     }
-    this.loop = this.consumeLoop(connection, messages);
+    this.parking = parking;
+    this.loop = new ConsumerLoop({ open: () => this.consume(connection), handle: (batch) => messages.handleBatch(sink, batch, parking), messagesPerTurn, connection, logger: this.options.logger, labels });
+    this.loop.start(first);
+  }
+
+  private manager(connection: NatsConnection): Promise<JetStreamManager> {
+    return this.options.manager ? Promise.resolve(this.options.manager) : reachJetStream(connection, this.options.logger);
   }
 
   /**
@@ -203,80 +198,18 @@ export class NatsTransport implements InboundTransport {
    * `max_ack_pending` ingests (and their promises) are in flight, however deep the stream is
    * (test/integration/nats-transport.test.ts bursts 5,000 messages at a stalled sink: 2,048 held).
    * `abort_on_missing_resource` makes the iterator end, instead of polling for 15-45 s at a time,
-   * when the stream or consumer is gone (NATS restarted without its store, stream deleted):
-   * `consumeLoop` then creates them again.
+   * when the stream or consumer is gone (NATS restarted without its store, stream deleted): the
+   * loop then creates them again.
    */
   private async consume(connection: NatsConnection): Promise<ConsumerMessages> {
     await this.ensureStreamAndConsumer(connection);
     const consumer = await jetstream(connection).consumers.get(this.stream, this.durable);
-    this.messages = await consumer.consume({ max_messages: this.options.batch ?? DEFAULT_PULL_BATCH, abort_on_missing_resource: true });
-    return this.messages;
-  }
-
-  /** Collects every message into the turn's batch and, until `stop()`, consumes again whenever the iterator ends. */
-  private async consumeLoop(connection: NatsConnection, first: ConsumerMessages): Promise<void> {
-    let messages: ConsumerMessages | null = first;
-    let failures = 0;
-    while (!this.stopping) {
-      if (!messages) {
-        try {
-          messages = await this.consume(connection);
-        } catch (error) {
-          if (this.stopping || connection.isClosed()) return;
-          this.options.logger?.warn({ err: error, stream: this.stream, durable: this.durable }, 'JetStream consumer unavailable; retrying');
-          await this.pause(Math.min(250 * 2 ** failures++, 5_000));
-          continue;
-        }
-        if (this.stopping) {
-          messages.stop();
-          return;
-        }
-        failures = 0;
-        this.options.logger?.info({ stream: this.stream, durable: this.durable }, 'JetStream consumer resumed');
-      }
-      try {
-        for await (const message of messages) {
-          // The batch is handed over after this turn's I/O: every message of the pull read so far joins it.
-          if (this.arrived.push(message) === 1) setImmediate(() => this.handOver());
-        }
-      } catch (error) {
-        if (!this.stopping) this.options.logger?.warn({ err: error, stream: this.stream, durable: this.durable }, 'JetStream consumer stopped; consuming again');
-      }
-      messages = null;
-      // Nothing more to consume: the connection's end was logged, and reported to its owner, by connectNats.
-      if (connection.isClosed()) return;
-      await this.pause(250);
-    }
-  }
-
-  /** Hands the messages collected so far, at most `messagesPerTurn`, to the sink as one batch. */
-  private handOver(): void {
-    if (this.arrived.length === 0 || !this.sink) return;
-    let batch = this.arrived;
-    const perTurn = this.options.messagesPerTurn ?? MAX_MESSAGES_PER_TURN;
-    if (batch.length > perTurn) {
-      batch = this.arrived.splice(0, perTurn);
-      setImmediate(() => this.handOver());
-    } else {
-      this.arrived = [];
-    }
-    const handled = this.handleBatch(this.sink, batch).finally(() => this.inflight.delete(handled));
-    this.inflight.add(handled);
-  }
-
-  private pause(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
+    return consumer.consume({ max_messages: this.options.batch ?? DEFAULT_PULL_BATCH, abort_on_missing_resource: true });
   }
 
   private async ensureStreamAndConsumer(connection: NatsConnection): Promise<void> {
     const log = this.options.logger;
-    const manager = this.options.manager ?? (await reachJetStream(connection, log));
+    const manager = await this.manager(connection);
     const filter = `${this.subjectPrefix}.>`;
     const subjects = this.options.streamSubjects ?? [filter];
     await ensureStream(manager, { name: this.stream, subjects, storage: StorageType.File, duplicate_window: nanos(this.options.duplicateWindowMs ?? 120_000), num_replicas: this.options.replicas ?? 1 }, log);
@@ -290,92 +223,6 @@ export class NatsTransport implements InboundTransport {
     }, log, this.options.maxAckPending !== undefined ? { max_ack_pending: this.options.maxAckPending } : {});
   }
 
-  /**
-   * Every ingest and every rejection record of the batch is started in this one turn (one LMDB
-   * commit for all of them), then each message is settled on its own outcome. A permanent ingest
-   * failure is recorded as a rejection in a second round, together with the batch's others.
-   */
-  private async handleBatch(sink: EventSink, batch: JsMsg[]): Promise<void> {
-    const decisions = batch.map((message) => this.decide(message));
-    const ingesting = decisions.filter((decision) => decision.kind === 'ingest');
-    const rejecting: Rejecting[] = [];
-    for (const decision of decisions) if (decision.kind === 'reject') rejecting.push(this.record(sink, decision));
-    const ingested = await Promise.allSettled(ingesting.map((decision) => settled(() => sink.ingest(decision.projectId, decision.input))));
-    const refused: Rejecting[] = [];
-    ingested.forEach((outcome, index) => {
-      const { message, projectId, eventId } = ingesting[index]!;
-      if (outcome.status === 'fulfilled') {
-        const { answer, duplicate } = outcome.value;
-        message.ack();
-        this.sendVerdict({ verdict: 'accepted', id: answer.id, projectId, deliveryId: answer.deliveryId, duplicate });
-        return;
-      }
-      const error = outcome.reason;
-      if (isHooklineError(error) && !error.retryable) {
-        refused.push(this.record(sink, { kind: 'reject', message, eventId, rejection: this.rejection(message, projectId, { reason: error.apiCode, message: error.message, details: error.details }) }));
-        return;
-      }
-      const retryAfterMs = isHooklineError(error) && error.retryAfterSeconds !== undefined ? error.retryAfterSeconds * 1000 : 0;
-      message.nak(Math.max(this.options.nakDelayMs ?? 1000, retryAfterMs));
-    });
-    const rejections = [...rejecting, ...refused];
-    const recorded = await Promise.all(rejections.map((rejecting) => rejecting.recorded));
-    recorded.forEach((stored, index) => this.settleRejection(rejections[index]!, stored));
-  }
-
-  /** Validation of one message, without I/O: the event to ingest, or why it can never be taken. */
-  private decide(message: JsMsg): Decision {
-    const projectId = message.subject.slice(this.subjectPrefix.length + 1);
-    const headerId = message.headers?.get('Nats-Msg-Id') || undefined;
-    // Whom the verdict is about: the header's id, until the body names the event's own.
-    let eventId = headerId;
-    const reject = (rejection: Omit<Rejection, 'projectId' | 'source' | 'payload'>): Decision => ({ kind: 'reject', message, eventId, rejection: this.rejection(message, projectId, rejection) });
-
-    let payload: unknown;
-    try {
-      payload = JSON.parse(textDecoder.decode(message.data));
-    } catch {
-      return reject({ reason: 'invalid_json', message: 'the message body is not valid JSON', details: [] });
-    }
-    if (payload !== null && typeof payload === 'object' && !Array.isArray(payload)) {
-      const body = payload as Record<string, unknown>;
-      if (body.id !== undefined && headerId !== undefined && body.id !== headerId) {
-        return reject({ reason: 'validation_failed', message: `body id ${String(body.id)} differs from Nats-Msg-Id ${headerId}`, details: [{ path: 'id', message: 'must equal Nats-Msg-Id' }] });
-      }
-      // A stable id makes JetStream redeliveries of the same message de-duplicate in the store. The
-      // store time joins the sequence because a re-created stream numbers from 1 again, and a new
-      // event with an old event's id and body would be taken for a repeat and never delivered.
-      body.id ??= headerId ?? `evt_js${message.seq}_${message.timestampNanos}`;
-      if (typeof body.id === 'string') eventId = body.id;
-    }
-    const parsed = eventInputSchema.safeParse(payload);
-    if (!parsed.success) {
-      const details = inputProblems(parsed.error);
-      return reject({ reason: 'validation_failed', message: problemsLine(details), details });
-    }
-    return { kind: 'ingest', message, projectId, eventId, input: parsed.data };
-  }
-
-  private rejection(message: JsMsg, projectId: string, rejection: Omit<Rejection, 'projectId' | 'source' | 'payload'>): Rejection {
-    return { ...rejection, projectId, source: `nats:${message.subject}#${message.seq}`, payload: textDecoder.decode(message.data.subarray(0, REJECTED_PAYLOAD_BYTES)) };
-  }
-
-  /** Record first, then terminate (`settleRejection`): a message is never dropped without a trace. */
-  private record(sink: EventSink, decision: Extract<Decision, { kind: 'reject' }>): Rejecting {
-    return { message: decision.message, eventId: decision.eventId, rejection: decision.rejection, recorded: settled(() => sink.reject(decision.rejection)).then(() => true, () => false) };
-  }
-
-  private settleRejection({ message, eventId, rejection }: Rejecting, recorded: boolean): void {
-    if (!recorded) {
-      message.nak(this.options.nakDelayMs ?? 1000);
-      return;
-    }
-    // A bare +TERM: servers before 2.10.4 ignore "+TERM <reason>" and would redeliver the message
-    // after ack_wait, forever. The reason is in our rejected-events log.
-    message.term();
-    if (eventId !== undefined) this.sendVerdict({ verdict: 'rejected', id: eventId, projectId: rejection.projectId, reason: rejection.reason, message: rejection.message });
-  }
-
   /** Best effort, after the outcome is final: a verdict nobody hears, or one lost, changes nothing. */
   private sendVerdict(verdict: EventVerdict): void {
     const subject = verdictSubject(this.options.verdictPrefix ?? verdictSubjectPrefix(this.subjectPrefix), verdict.id);
@@ -387,15 +234,11 @@ export class NatsTransport implements InboundTransport {
     }
   }
 
+  /** Stops consuming; resolves once every message handed to the sink is settled. Parks stay in JetStream for the next start. */
   async stop(): Promise<void> {
-    this.stopping = true;
-    this.wake();
-    this.messages?.stop();
-    await this.loop?.catch(() => {});
-    // Messages that arrived before the iterator ended still go to the sink (a draining engine
-    // refuses them: nak'ed, redelivered to whoever consumes next).
-    while (this.arrived.length > 0 && this.sink) this.handOver();
-    await Promise.allSettled([...this.inflight]);
+    // The stream's batches first: one refused may be waiting for its project's park.
+    await this.loop?.stop();
+    await this.parking?.stop();
     if (!this.options.connection) await this.connection?.drain().catch(() => this.connection?.close());
     this.connection = null;
   }

@@ -157,6 +157,16 @@ describe('POST /v1/events/batch', () => {
     expect((await hookline.api('POST', '/v1/events/evt_o3/replay')).body.error.code).toBe('event_not_found');
   });
 
+  it("counts the batch's own events against HOOKLINE_MAX_WAITING_PER_PROJECT: with room for 3, the first 3 of 10 are stored and the rest refused in their places", async () => {
+    const hookline = await startTestHookline({ maxWaitingPerProject: 3 });
+    await hookline.client.configureWebhook({ callbackUrl: 'http://127.0.0.1:9/x', status: 'paused', eventTypes: ALL_TYPES });
+    const answer = await hookline.api('POST', '/v1/events/batch', { body: { events: Array.from({ length: 10 }, (_, n) => ({ id: `evt_room_${n}`, ...event })) } });
+    expect(answer.status).toBe(207);
+    expect(answer.body.data.map((item: { status: number }) => item.status)).toEqual([202, 202, 202, 503, 503, 503, 503, 503, 503, 503]);
+    expect(answer.body.data[3].error.code).toBe('overloaded');
+    expect(hookline.node.engine.actorFor('default').waiting).toBe(3);
+  });
+
   it('SDK sendEvents: one item per event in order, refused ones as HooklineApiError; unknown options are refused before sending', async () => {
     const hookline = await startTestHookline();
     await hookline.client.configureWebhook({ callbackUrl: 'http://127.0.0.1:9/x', status: 'paused', eventTypes: ['service.trigger.event'] });
