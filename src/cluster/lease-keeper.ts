@@ -49,7 +49,8 @@ export interface LeaseKeeperOptions {
   logger: Logger;
   /**
    * Called once if the worker's NATS connection ends for good while the node runs (logged already,
-   * by the worker), with the line naming what to fix: the node renews no lease from then on.
+   * by the worker), or another process took the node id over, with the line naming what to fix:
+   * the node renews no lease from then on.
    * @default none
    */
   onConnectionClosed?: (reason: HooklineError) => void;
@@ -95,8 +96,11 @@ export class LeaseKeeper implements CoordinatorLeases {
   }
 
   /**
-   * Starts the worker; resolves once it is connected (the node joins the membership with `join`).
-   * @throws {HooklineError} the NATS start error naming the setting, when the worker cannot connect
+   * Starts the worker; resolves once it is connected and has claimed the node id (the node joins
+   * the membership with `join`). The claim waits up to a lease time after a previous incarnation
+   * of the node died (`NodePresence`).
+   * @throws {HooklineError} the NATS start error naming the setting, when the worker cannot connect;
+   *   `HOOKLINE_ERR_NODE_ID_IN_USE` when a live node has the id
    */
   static async start(options: LeaseKeeperOptions): Promise<LeaseKeeper> {
     const shared = new SharedArrayBuffer(sharedSlots(options.partitions) * BigInt64Array.BYTES_PER_ELEMENT);
@@ -152,6 +156,9 @@ export class LeaseKeeper implements CoordinatorLeases {
       this.fencedListener(message.partition, message.outcome);
     } else if (message.type === 'closed') {
       if (!this.stopping) this.onConnectionClosed(new HooklineError('HOOKLINE_ERR_NATS_UNAVAILABLE', message.reason));
+    } else if (message.type === 'superseded') {
+      this.logger.error({}, message.reason);
+      if (!this.stopping) this.onConnectionClosed(new HooklineError('HOOKLINE_ERR_NODE_ID_IN_USE', message.reason));
     } else if (message.type === 'log') {
       this.logger[message.level](message.fields, message.message);
     }
