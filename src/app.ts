@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import type { Logger as PinoLogger } from 'pino';
 import { Engine } from './actors/engine.js';
-import type { EngineOptions } from './actors/engine.js';
+import type { EngineOptions, SharedProjects } from './actors/engine.js';
 import type { Settings } from './config/settings.js';
 import type { HooklineError } from './errors.js';
 import { buildHttpServer } from './http/server.js';
@@ -124,7 +124,7 @@ async function startClusterNode(settings: Settings, options: StartOptions, logge
     throw error;
   }
   // Partitions go first, so their new owners can take over while this node drains.
-  return listen(engine, http, settings, readiness, () => cluster.stop());
+  return listen(engine, http, settings, readiness, () => cluster.stop(), cluster);
 }
 
 /**
@@ -162,9 +162,9 @@ async function answerForwarded(http: FastifyInstance, request: ForwardedRequest,
   return { statusCode: response.statusCode, headers, body: response.body };
 }
 
-async function listen(engine: Engine, http: FastifyInstance, settings: Settings, readiness: Readiness, beforeStop: () => Promise<void>): Promise<Hookline> {
+async function listen(engine: Engine, http: FastifyInstance, settings: Settings, readiness: Readiness, beforeStop: () => Promise<void>, sharedProjects?: SharedProjects): Promise<Hookline> {
   try {
-    const { generatedApiKey } = await engine.ensureDefaultProject();
+    const { generatedApiKey } = await engine.ensureDefaultProject(sharedProjects);
     const url = await http.listen({ host: settings.host, port: settings.port }).catch((error: unknown) => {
       throw listenError(error, settings.host, settings.port);
     });

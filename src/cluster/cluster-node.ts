@@ -25,6 +25,7 @@ import { partitionFlowControl } from './flow-control.js';
 import { apiKeyHashOfEntry, directoryBucket, directoryKeyEntry, directoryProjectEntry, projectIdOfEntry } from './key-directory.js';
 import type { PartitionHost } from './coordinator.js';
 import { LeaseKeeper } from './lease-keeper.js';
+import { isWrongRevision } from './node-presence.js';
 import type { ForwardedReply, ForwardedRequest } from './rpc.js';
 import { PartitionRpc } from './rpc.js';
 
@@ -301,6 +302,21 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
     const projectId = decoder.decode(entry.value);
     if (!(await this.mirrorProject(projectId))) return null;
     return projectId;
+  }
+
+  /**
+   * Creates a project's directory entry unless it exists (`SharedProjects`): nodes started together
+   * all find `default` missing, and only the one whose create wins makes its key.
+   */
+  async claimProject(record: ProjectRecord): Promise<boolean> {
+    try {
+      await this.directory.create(directoryProjectEntry(record.id), encoder.encode(JSON.stringify(record)));
+      return true;
+    } catch (error) {
+      if (!isWrongRevision(error)) throw error;
+      await this.mirrorProject(record.id);
+      return false;
+    }
   }
 
   async project(record: ProjectRecord, apiKeyHash: string | null): Promise<void> {
