@@ -35,7 +35,8 @@ exist. A Hookline started with HOOKLINE_NATS_URL consumes the event.
                 _TLS_CA, _TLS_CERT and _TLS_KEY, as for hookline serve
   --prefix      subject prefix (default $HOOKLINE_NATS_SUBJECT_PREFIX or hookline.events)
   --partitions  publishing to a cluster: its partition count (default $HOOKLINE_PARTITIONS when
-                HOOKLINE_CLUSTER=1); the subject becomes <prefix>.<partition>.<project>
+                HOOKLINE_CLUSTER=1); the subject becomes <prefix>.<partition>.<project>. Without
+                it a cluster takes the event too, passing it on to its partition (one hop more)
 
 Exit status: 0 accepted (or stored, with --wait 0), 1 rejected by Hookline or NATS unreachable,
 2 bad options, ${NO_VERDICT_EXIT} stored in JetStream but no verdict within --wait.`;

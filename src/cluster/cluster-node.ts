@@ -28,6 +28,7 @@ import { LeaseKeeper } from './lease-keeper.js';
 import { isWrongRevision } from './node-presence.js';
 import type { ForwardedReply, ForwardedRequest } from './rpc.js';
 import { PartitionRpc } from './rpc.js';
+import { UnpartitionedEvents } from './unpartitioned-events.js';
 
 export interface ClusterSettings {
   nodeId: string;
@@ -77,6 +78,8 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   /** Partitions restored and served here (their lease may still lapse: see `actsFor`). */
   private readonly serving = new Set<number>();
   private readonly consumers = new Map<number, NatsTransport>();
+  /** Events published without their partition, passed on to it. */
+  private unpartitioned: UnpartitionedEvents | null = null;
   private directoryWatch: { stop(): void } | null = null;
   private snapshotTimer: NodeJS.Timeout | null = null;
   /** The snapshots being written, one partition after another. */
@@ -180,6 +183,19 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
     const mirrored = await this.mirrorDirectory();
     this.logger.info({ ms: Date.now() - started }, mirrored ? 'cluster: directory mirrored; taking partitions' : 'cluster: taking partitions; the directory is still being mirrored');
     await this.coordinator.start();
+    this.unpartitioned = new UnpartitionedEvents({
+      servers: this.settings.natsUrl!,
+      connection: this.connection,
+      manager: this.manager,
+      replicas: this.settings.natsReplicas,
+      stream: this.settings.natsStream,
+      subjectPrefix: this.settings.natsSubjectPrefix,
+      durable: this.settings.natsDurable,
+      partitions: this.cluster.partitions,
+      reject: (rejection) => engine.reject(rejection),
+      logger: this.logger,
+    });
+    await this.unpartitioned.start();
     this.snapshotTimer = setInterval(() => (this.snapshotting ??= this.snapshotDue().finally(() => (this.snapshotting = null))), SNAPSHOT_CHECK_MS);
     this.snapshotTimer.unref();
   }
@@ -463,6 +479,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   async stop(): Promise<void> {
     this.stopping = true;
     if (this.snapshotTimer) clearInterval(this.snapshotTimer);
+    await this.unpartitioned?.stop();
     await this.snapshotting;
     await this.coordinator?.stop();
     await this.leases?.stop();

@@ -45,6 +45,17 @@ export interface NatsTransportOptions {
   subjectPrefix?: string;
   /** Durable pull consumer name, shared by every node that consumes the stream. @default "hookline" */
   durable?: string;
+  /**
+   * The durable consumer's filter: which subjects under the prefix it takes (a cluster node's router
+   * takes `<prefix>.*`, the events published without their partition). @default `<subjectPrefix>.>`
+   */
+  filterSubject?: string;
+  /**
+   * The sink passes accepted events on instead of storing them (a cluster node's router republishes
+   * each on its partition's subject): the node that stores it sends the `accepted` verdict, and this
+   * transport only the `rejected` ones it records. @default false
+   */
+  passesEventsOn?: boolean;
   /** Messages pulled per request, and the size of the local buffer. @default DEFAULT_PULL_BATCH (512) */
   batch?: number;
   /**
@@ -277,8 +288,8 @@ export class NatsTransport implements InboundTransport {
   private async ensureStreamAndConsumer(connection: NatsConnection): Promise<void> {
     const log = this.options.logger;
     const manager = this.options.manager ?? (await reachJetStream(connection, log));
-    const filter = `${this.subjectPrefix}.>`;
-    const subjects = this.options.streamSubjects ?? [filter];
+    const filter = this.options.filterSubject ?? `${this.subjectPrefix}.>`;
+    const subjects = this.options.streamSubjects ?? [`${this.subjectPrefix}.>`];
     await ensureStream(manager, { name: this.stream, subjects, storage: StorageType.File, duplicate_window: nanos(this.options.duplicateWindowMs ?? 120_000), num_replicas: this.options.replicas ?? 1 }, log);
     await ensureConsumer(manager, this.stream, {
       durable_name: this.durable,
@@ -307,7 +318,7 @@ export class NatsTransport implements InboundTransport {
       if (outcome.status === 'fulfilled') {
         const { answer, duplicate } = outcome.value;
         message.ack();
-        this.sendVerdict({ verdict: 'accepted', id: answer.id, projectId, deliveryId: answer.deliveryId, duplicate });
+        if (!this.options.passesEventsOn) this.sendVerdict({ verdict: 'accepted', id: answer.id, projectId, deliveryId: answer.deliveryId, duplicate });
         return;
       }
       const error = outcome.reason;
