@@ -124,7 +124,7 @@ async function startClusterNode(settings: Settings, options: StartOptions, logge
     throw error;
   }
   // Partitions go first, so their new owners can take over while this node drains.
-  return listen(engine, http, settings, readiness, () => cluster.stop(), cluster);
+  return listen(engine, http, settings, readiness, () => cluster.stop(), { sharedProjects: cluster, readyOnce: () => cluster.everyPartitionOwned() });
 }
 
 /**
@@ -162,13 +162,24 @@ async function answerForwarded(http: FastifyInstance, request: ForwardedRequest,
   return { statusCode: response.statusCode, headers, body: response.body };
 }
 
-async function listen(engine: Engine, http: FastifyInstance, settings: Settings, readiness: Readiness, beforeStop: () => Promise<void>, sharedProjects?: SharedProjects): Promise<Hookline> {
+interface ClusterListening {
+  sharedProjects: SharedProjects;
+  /** Resolves true once the node may answer `/readyz` ready (every partition has an owner). */
+  readyOnce: () => Promise<boolean>;
+}
+
+async function listen(engine: Engine, http: FastifyInstance, settings: Settings, readiness: Readiness, beforeStop: () => Promise<void>, cluster?: ClusterListening): Promise<Hookline> {
   try {
-    const { generatedApiKey } = await engine.ensureDefaultProject(sharedProjects);
+    const { generatedApiKey } = await engine.ensureDefaultProject(cluster?.sharedProjects);
     const url = await http.listen({ host: settings.host, port: settings.port }).catch((error: unknown) => {
       throw listenError(error, settings.host, settings.port);
     });
-    readiness.stage = 'ready';
+    if (!cluster) readiness.stage = 'ready';
+    else {
+      void cluster.readyOnce().then((ready) => {
+        if (ready && readiness.stage === 'starting') readiness.stage = 'ready';
+      });
+    }
     let closing: Promise<void> | null = null;
     const close = () =>
       (closing ??= (async () => {

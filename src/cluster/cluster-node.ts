@@ -27,6 +27,7 @@ import type { PartitionHost } from './coordinator.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { isWrongRevision } from './node-presence.js';
 import type { ForwardedReply, ForwardedRequest } from './rpc.js';
+import { untilEveryPartitionOwned } from './ownership-gate.js';
 import { PartitionRpc } from './rpc.js';
 import { UnpartitionedEvents } from './unpartitioned-events.js';
 
@@ -51,6 +52,13 @@ const decoder = new TextDecoder();
 
 /** How often a node looks for partitions whose changelog is due a snapshot. */
 const SNAPSHOT_CHECK_MS = 5_000;
+
+/**
+ * Longest a call for a partition without an owner waits for one before it answers 503
+ * `partition_moving`: a graceful handover takes a rebalancing tick and a restore, a failover the
+ * lease time more. Twice the lease time, at least 5 s.
+ */
+export const handoverWaitMs = (leaseMs: number): number => Math.max(5_000, 2 * leaseMs);
 
 /** Longest a start waits for the directory's entries before serving (the rest are read on demand). */
 const DIRECTORY_MIRROR_WAIT_MS = 10_000;
@@ -198,6 +206,17 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
     await this.unpartitioned.start();
     this.snapshotTimer = setInterval(() => (this.snapshotting ??= this.snapshotDue().finally(() => (this.snapshotting = null))), SNAPSHOT_CHECK_MS);
     this.snapshotTimer.unref();
+  }
+
+  /** Resolves true once every partition has an owner (`ownership-gate.ts`), false if the node stops first. */
+  everyPartitionOwned(): Promise<boolean> {
+    return untilEveryPartitionOwned({
+      unowned: () => this.leases.unownedPartitions(this.cluster.partitions),
+      partitions: this.cluster.partitions,
+      intervalMs: Math.max(100, Math.floor(this.cluster.leaseMs / 8)),
+      stopped: () => this.stopping,
+      logger: this.logger,
+    });
   }
 
   /**
@@ -473,7 +492,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   }
 
   async forward(projectId: string, request: ForwardedRequest): Promise<ForwardedReply> {
-    return this.rpc.forward(this.partitionOf(projectId), request, this.settings.deliveryTimeoutMs + 5_000);
+    return this.rpc.forward(this.partitionOf(projectId), request, this.settings.deliveryTimeoutMs + 5_000, handoverWaitMs(this.cluster.leaseMs));
   }
 
   async stop(): Promise<void> {

@@ -204,6 +204,11 @@ export class LeaseKeeper implements CoordinatorLeases {
     return this.request({ op: 'liveNodes' });
   }
 
+  /** The partitions whose lease no node holds now. */
+  unownedPartitions(partitions: number): Promise<number[]> {
+    return this.request({ op: 'unowned', partitions });
+  }
+
   /** Whether every live node restores from changelog snapshots: until then, none may be written. */
   everyLiveNodeReadsSnapshots(): Promise<boolean> {
     return this.request({ op: 'everyLiveNodeReadsSnapshots' });

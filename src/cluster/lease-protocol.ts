@@ -30,6 +30,7 @@ export type LeaseCall =
   | { op: 'acquire'; partition: number }
   | { op: 'release'; partition: number }
   | { op: 'liveNodes' }
+  | { op: 'unowned'; partitions: number }
   | { op: 'everyLiveNodeReadsSnapshots' }
   | { op: 'leave' };
 

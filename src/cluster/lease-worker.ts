@@ -54,6 +54,8 @@ async function answer(request: LeaseRequest): Promise<unknown> {
       return null;
     case 'liveNodes':
       return leases.liveNodes();
+    case 'unowned':
+      return leases.unowned(request.partitions);
     case 'everyLiveNodeReadsSnapshots':
       return leases.everyLiveNodeReadsSnapshots();
     case 'leave':
