@@ -124,7 +124,7 @@ async function startClusterNode(settings: Settings, options: StartOptions, logge
     throw error;
   }
   // Partitions go first, so their new owners can take over while this node drains.
-  return listen(engine, http, settings, readiness, () => cluster.stop(), { sharedProjects: cluster, readyOnce: () => cluster.everyPartitionOwned() });
+  return listen(engine, http, settings, readiness, () => cluster.leave(), { sharedProjects: cluster, readyOnce: () => cluster.everyPartitionOwned(), afterStop: () => cluster.stop() });
 }
 
 /**
@@ -166,6 +166,8 @@ interface ClusterListening {
   sharedProjects: SharedProjects;
   /** Resolves true once the node may answer `/readyz` ready (every partition has an owner). */
   readyOnce: () => Promise<boolean>;
+  /** Closes the node's NATS connection, once HTTP and the engine are closed. */
+  afterStop: () => Promise<void>;
 }
 
 async function listen(engine: Engine, http: FastifyInstance, settings: Settings, readiness: Readiness, beforeStop: () => Promise<void>, cluster?: ClusterListening): Promise<Hookline> {
@@ -185,14 +187,23 @@ async function listen(engine: Engine, http: FastifyInstance, settings: Settings,
       (closing ??= (async () => {
         readiness.stage = 'draining';
         await beforeStop();
-        await engine.stop();
+        if (!cluster) {
+          await engine.stop();
+          await http.close();
+          return;
+        }
+        // Its partitions handed over, a cluster node answers what is still in flight (or on a
+        // keep-alive connection) by forwarding it to the new owners, over NATS: closed last.
         await http.close();
+        await engine.stop();
+        await cluster.afterStop();
       })());
     return { engine, http, url, generatedApiKey, close };
   } catch (error) {
     await beforeStop().catch(() => {});
     await engine.stop();
     await http.close().catch(() => {});
+    await cluster?.afterStop().catch(() => {});
     throw error;
   }
 }

@@ -55,10 +55,11 @@ const SNAPSHOT_CHECK_MS = 5_000;
 
 /**
  * Longest a call for a partition without an owner waits for one before it answers 503
- * `partition_moving`: a graceful handover takes a rebalancing tick and a restore, a failover the
- * lease time more. Twice the lease time, at least 5 s.
+ * `partition_moving`: a graceful handover takes the old owner's drain, a rebalancing tick and a
+ * restore (2-5 s seen on a loaded two-core machine), a failover the lease time more. Twice the
+ * lease time, at least 10 s.
  */
-export const handoverWaitMs = (leaseMs: number): number => Math.max(5_000, 2 * leaseMs);
+export const handoverWaitMs = (leaseMs: number): number => Math.max(10_000, 2 * leaseMs);
 
 /** Longest a start waits for the directory's entries before serving (the rest are read on demand). */
 const DIRECTORY_MIRROR_WAIT_MS = 10_000;
@@ -93,6 +94,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   /** The snapshots being written, one partition after another. */
   private snapshotting: Promise<void> | null = null;
   private stopping = false;
+  private leaving: Promise<void> | null = null;
   /** Logged once: snapshots wait while a live node of an earlier version would not read them. */
   private snapshotsHeldBack = false;
   private engine!: Engine;
@@ -495,13 +497,25 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
     return this.rpc.forward(this.partitionOf(projectId), request, this.settings.deliveryTimeoutMs + 5_000, handoverWaitMs(this.cluster.leaseMs));
   }
 
+  /**
+   * Hands every partition over and leaves the membership, keeping the NATS connection: calls the
+   * node still answers (those in flight when it was told to stop) are forwarded to the new owners.
+   */
+  leave(): Promise<void> {
+    this.leaving ??= (async () => {
+      this.stopping = true;
+      if (this.snapshotTimer) clearInterval(this.snapshotTimer);
+      await this.unpartitioned?.stop();
+      await this.snapshotting;
+      await this.coordinator?.stop();
+      await this.leases?.stop();
+    })();
+    return this.leaving;
+  }
+
+  /** Leaves (when it has not yet), then closes the node's NATS connection. */
   async stop(): Promise<void> {
-    this.stopping = true;
-    if (this.snapshotTimer) clearInterval(this.snapshotTimer);
-    await this.unpartitioned?.stop();
-    await this.snapshotting;
-    await this.coordinator?.stop();
-    await this.leases?.stop();
+    await this.leave();
     this.directoryWatch?.stop();
     this.rpc?.close();
     await this.connection?.drain().catch(() => this.connection?.close());

@@ -21,6 +21,8 @@ export interface CoordinatorLeases {
   liveNodes(): Promise<string[]>;
   /** Sets who is told of each held lease a renewal found taken by another node (`lost`) or run out locally (`lapsed`). */
   onFenced(listener: (partition: number, outcome: FencedOutcome) => void): void;
+  /** Leaves the membership (no more heartbeats), still renewing the leases held: the node is handing them over. */
+  withdraw(): Promise<void>;
   /** Stops renewing and heartbeating, and leaves the membership. */
   leave(): Promise<void>;
 }
@@ -216,6 +218,10 @@ export class LeaseKeeper implements CoordinatorLeases {
 
   onFenced(listener: (partition: number, outcome: FencedOutcome) => void): void {
     this.fencedListener = listener;
+  }
+
+  withdraw(): Promise<void> {
+    return this.request({ op: 'withdraw' });
   }
 
   leave(): Promise<void> {

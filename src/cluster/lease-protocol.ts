@@ -32,6 +32,7 @@ export type LeaseCall =
   | { op: 'liveNodes' }
   | { op: 'unowned'; partitions: number }
   | { op: 'everyLiveNodeReadsSnapshots' }
+  | { op: 'withdraw' }
   | { op: 'leave' };
 
 export type LeaseRequest = LeaseCall & { id: number };

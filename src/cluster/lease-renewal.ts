@@ -44,6 +44,8 @@ export class LeaseRenewal {
   private stallReported = false;
   /** A member of the cluster (heartbeat and renewals) from `start` on; the presence entry is kept from `keepPresence`. */
   private joined = false;
+  /** False once the node withdraws from the membership (`withdraw`). */
+  private heartbeats = true;
   private superseded = false;
 
   constructor(private readonly options: LeaseRenewalOptions) {}
@@ -57,6 +59,15 @@ export class LeaseRenewal {
   start(): void {
     this.joined = true;
     this.keepPresence();
+  }
+
+  /**
+   * Stops heartbeating (the leases stay renewed): the node is leaving, and the others take each
+   * partition as soon as it gives the lease up, instead of once it has given up all of them.
+   */
+  async withdraw(): Promise<void> {
+    this.heartbeats = false;
+    await this.heartbeating;
   }
 
   /** True once another process has claimed the node id: nothing may be acquired or renewed. */
@@ -79,7 +90,7 @@ export class LeaseRenewal {
     if (!this.joined) return;
     // Apart: renewals that waited for a slow heartbeat's answer (1.3 s seen at load 6-13) lapsed
     // leases NATS would have renewed.
-    this.heartbeating ??= this.heartbeat().finally(() => (this.heartbeating = null));
+    if (this.heartbeats) this.heartbeating ??= this.heartbeat().finally(() => (this.heartbeating = null));
     this.renewing ??= this.renewRound().finally(() => (this.renewing = null));
   }
 

@@ -58,6 +58,10 @@ async function answer(request: LeaseRequest): Promise<unknown> {
       return leases.unowned(request.partitions);
     case 'everyLiveNodeReadsSnapshots':
       return leases.everyLiveNodeReadsSnapshots();
+    case 'withdraw':
+      await renewal.withdraw();
+      await leases.leave();
+      return null;
     case 'leave':
       await renewal.stop();
       await leases.leave().catch(() => {});

@@ -99,8 +99,12 @@ export class PartitionRpc {
   }
 
   unserve(partition: number): void {
-    this.subscriptions.get(partition)?.unsubscribe();
+    const subscription = this.subscriptions.get(partition);
     this.subscriptions.delete(partition);
+    // Drained, not dropped: a call already on its way here is still answered (503 partition_moving,
+    // which the caller sends again to the next owner). Unsubscribed, it was lost, and its caller
+    // answered 503 after its whole timeout.
+    subscription?.drain().catch(() => {});
   }
 
   /**
