@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import type { Logger as PinoLogger } from 'pino';
 import { Engine } from './actors/engine.js';
-import type { EngineOptions } from './actors/engine.js';
+import type { EngineOptions, SharedProjects } from './actors/engine.js';
 import type { Settings } from './config/settings.js';
 import type { HooklineError } from './errors.js';
 import { buildHttpServer } from './http/server.js';
@@ -124,7 +124,7 @@ async function startClusterNode(settings: Settings, options: StartOptions, logge
     throw error;
   }
   // Partitions go first, so their new owners can take over while this node drains.
-  return listen(engine, http, settings, readiness, () => cluster.stop());
+  return listen(engine, http, settings, readiness, () => cluster.leave(), { sharedProjects: cluster, readyOnce: () => cluster.everyPartitionOwned(), afterStop: () => cluster.stop() });
 }
 
 /**
@@ -162,26 +162,48 @@ async function answerForwarded(http: FastifyInstance, request: ForwardedRequest,
   return { statusCode: response.statusCode, headers, body: response.body };
 }
 
-async function listen(engine: Engine, http: FastifyInstance, settings: Settings, readiness: Readiness, beforeStop: () => Promise<void>): Promise<Hookline> {
+interface ClusterListening {
+  sharedProjects: SharedProjects;
+  /** Resolves true once the node may answer `/readyz` ready (every partition has an owner). */
+  readyOnce: () => Promise<boolean>;
+  /** Closes the node's NATS connection, once HTTP and the engine are closed. */
+  afterStop: () => Promise<void>;
+}
+
+async function listen(engine: Engine, http: FastifyInstance, settings: Settings, readiness: Readiness, beforeStop: () => Promise<void>, cluster?: ClusterListening): Promise<Hookline> {
   try {
-    const { generatedApiKey } = await engine.ensureDefaultProject();
+    const { generatedApiKey } = await engine.ensureDefaultProject(cluster?.sharedProjects);
     const url = await http.listen({ host: settings.host, port: settings.port }).catch((error: unknown) => {
       throw listenError(error, settings.host, settings.port);
     });
-    readiness.stage = 'ready';
+    if (!cluster) readiness.stage = 'ready';
+    else {
+      void cluster.readyOnce().then((ready) => {
+        if (ready && readiness.stage === 'starting') readiness.stage = 'ready';
+      });
+    }
     let closing: Promise<void> | null = null;
     const close = () =>
       (closing ??= (async () => {
         readiness.stage = 'draining';
         await beforeStop();
-        await engine.stop();
+        if (!cluster) {
+          await engine.stop();
+          await http.close();
+          return;
+        }
+        // Its partitions handed over, a cluster node answers what is still in flight (or on a
+        // keep-alive connection) by forwarding it to the new owners, over NATS: closed last.
         await http.close();
+        await engine.stop();
+        await cluster.afterStop();
       })());
     return { engine, http, url, generatedApiKey, close };
   } catch (error) {
     await beforeStop().catch(() => {});
     await engine.stop();
     await http.close().catch(() => {});
+    await cluster?.afterStop().catch(() => {});
     throw error;
   }
 }

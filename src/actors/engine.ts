@@ -6,7 +6,7 @@ import { newProjectId, newSortableId } from '../store/ids.js';
 import type { DeliveryStatus } from '../machines/index.js';
 import { countDeadLetters, countDeliveriesByStatus } from '../store/delivery-query.js';
 import type { DeadLetterFilter, UnstoredSteps } from '../store/delivery-query.js';
-import type { DeliveryRecord } from '../store/records.js';
+import type { DeliveryRecord, ProjectRecord } from '../store/records.js';
 import { HooklineStore } from '../store/store.js';
 import { isPastRetention, retentionCutoffId, withinRetention } from '../store/retention.js';
 import { createDataDir } from '../store/data-dir.js';
@@ -49,6 +49,16 @@ export interface EngineOptions {
 }
 
 const DEFAULT_PROJECT_ID = 'default';
+
+/** Projects shared by several nodes (a cluster's directory), where one is created once. */
+export interface SharedProjects {
+  /**
+   * Creates the project's shared entry unless it exists, by compare-and-set: true when this node
+   * made it (it then stores it with its key, as any project), false when another node did first
+   * (mirrored here before it resolves).
+   */
+  claimProject(project: ProjectRecord): Promise<boolean>;
+}
 const PRUNE_INTERVAL_MS = 10 * 60_000;
 const PRUNE_BATCH = 10_000;
 
@@ -268,13 +278,19 @@ export class Engine implements BatchEventSink {
 
   /**
    * Makes sure the project `default` exists and that HOOKLINE_API_KEY (when set) opens it.
-   * Returns a generated key when the project was created without one, to be shown once.
+   * Returns a generated key when the project was created without one, to be shown once. With
+   * `shared` (a cluster's directory), only the node that claims the project there creates it.
    */
-  async ensureDefaultProject(): Promise<{ generatedApiKey: string | null }> {
+  async ensureDefaultProject(shared?: SharedProjects): Promise<{ generatedApiKey: string | null }> {
     const configuredKey = this.settings.apiKey;
     if (!this.store.getProject(DEFAULT_PROJECT_ID)) {
-      const { apiKey } = await this.createProject('default', configuredKey ?? generateApiKey(), DEFAULT_PROJECT_ID);
-      return { generatedApiKey: configuredKey ? null : apiKey };
+      // In a cluster, nodes started together all find it missing: the one that claims it makes the key.
+      const project: ProjectRecord = { id: DEFAULT_PROJECT_ID, name: 'default', createdAt: this.clock.now() };
+      if (!shared || (await shared.claimProject(project))) {
+        const apiKey = configuredKey ?? generateApiKey();
+        await this.store.createProject(project, hashApiKey(apiKey));
+        return { generatedApiKey: configuredKey ? null : apiKey };
+      }
     }
     if (configuredKey && this.authenticate(configuredKey) !== DEFAULT_PROJECT_ID) {
       // Added, never swapped: removing keys at start because a variable changed could lock every

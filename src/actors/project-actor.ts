@@ -327,6 +327,8 @@ export class ProjectActor {
 /** Why an ingest's event was not kept (its commit or its replication failed), as the sender is told. */
 function notStoredError(error: unknown): HooklineError {
   const code = (error as { code?: unknown }).code;
+  // Cluster mode: the lease lapsed before the append; said as it is, so the call goes to the next owner.
+  if (code === 'HOOKLINE_ERR_PARTITION_MOVING') return error as HooklineError;
   if (code === 'ENOSPC' || code === 'MDB_MAP_FULL' || /MDB_MAP_FULL|ENOSPC|No space left/.test(String((error as Error).message))) {
     return new HooklineError('HOOKLINE_ERR_STORAGE_FULL', 'the disk holding the data directory is full; nothing was stored. Free space; stored events are still being delivered', { cause: error, retryAfterSeconds: 30 });
   }

@@ -10,6 +10,7 @@ import { decodeVerdict, verdictSubject, verdictSubjectPrefix } from '../transpor
 import { maskedNatsUrl } from '../transport/nats-access.js';
 import type { NatsAccess } from '../transport/nats-access.js';
 import { connectNats } from '../transport/nats-connection.js';
+import { diagnoseUnansweredPublish, isUnansweredPublish, type UnansweredPublish } from './unanswered-publish.js';
 import { NO_POSITIONALS, defineCommand, durationFlag, integerFlag } from './args.js';
 import type { CliCommand } from './command.js';
 import type { CliIo } from './io.js';
@@ -35,7 +36,11 @@ exist. A Hookline started with HOOKLINE_NATS_URL consumes the event.
                 _TLS_CA, _TLS_CERT and _TLS_KEY, as for hookline serve
   --prefix      subject prefix (default $HOOKLINE_NATS_SUBJECT_PREFIX or hookline.events)
   --partitions  publishing to a cluster: its partition count (default $HOOKLINE_PARTITIONS when
-                HOOKLINE_CLUSTER=1); the subject becomes <prefix>.<partition>.<project>
+                HOOKLINE_CLUSTER=1); the subject becomes <prefix>.<partition>.<project>. Without
+                it a cluster takes the event too, passing it on to its partition (one hop more)
+
+While NATS elects a leader (a server was lost or restarted) it says so and publishes again, under
+the same id, for up to 20 s.
 
 Exit status: 0 accepted (or stored, with --wait 0), 1 rejected by Hookline or NATS unreachable,
 2 bad options, ${NO_VERDICT_EXIT} stored in JetStream but no verdict within --wait.`;
@@ -148,6 +153,26 @@ function publisherAccess(io: CliIo, natsUrl: string): NatsAccess {
   };
 }
 
+/** How long a publish is tried again while NATS elects a leader, and the pause between tries. */
+const ELECTION_WAIT_MS = 20_000;
+const ELECTION_PAUSE_MS = 500;
+
+function electionLine(why: Extract<UnansweredPublish, { kind: 'stream_electing' | 'api_electing' }>): string {
+  return why.kind === 'stream_electing' ? `NATS is electing a leader for stream ${why.stream}` : 'NATS is electing its JetStream leader (the JetStream API does not answer)';
+}
+
+/** The line for a publish nobody answered, by why: the setting or the state to fix, and how. */
+function unansweredLine(why: UnansweredPublish, { url, prefix, subject, id }: { url: string; prefix: string; subject: string; id: string }): string {
+  switch (why.kind) {
+    case 'no_jetstream':
+      return `the NATS server at --url ${maskedNatsUrl(url)} runs without JetStream; start it with -js, or point --url (HOOKLINE_NATS_URL) at Hookline's NATS`;
+    case 'no_stream':
+      return `no JetStream stream takes ${subject}: is a Hookline running with HOOKLINE_NATS_URL=${maskedNatsUrl(url)} and HOOKLINE_NATS_SUBJECT_PREFIX=${prefix} (it creates the stream)? Check --prefix`;
+    default:
+      return `${electionLine(why)}, and it has not finished within ${seconds(ELECTION_WAIT_MS)} (too few of its servers may be up): the event was not stored; publish it again, with the same --id ${id}, once the NATS cluster has recovered`;
+  }
+}
+
 /** `hookline publish`, talking to `io` (the process by default). */
 export function createPublishCommand(io: CliIo = processIo()): CliCommand {
   return defineCommand(io, {
@@ -170,17 +195,36 @@ export function createPublishCommand(io: CliIo = processIo()): CliCommand {
       try {
         listener = flags.wait > 0 ? await subscribeVerdict(connection, verdictSubject(verdictSubjectPrefix(flags.prefix), id)!) : null;
         let result;
-        try {
-          result = await publishEvent(connection, flags.project, { type: flags.type, data: flags.data, id }, { subjectPrefix: flags.prefix, ...(flags.partitions ? { partitions: flags.partitions } : {}) });
-        } catch (error) {
-          if (isHooklineApiError(error) && error.code === EVENT_ID_CONFLICT_CODE) {
-            io.stderr.write(`hookline publish: rejected (${error.code}): ${error.message}\n`);
+        let electing = false;
+        const electionDeadline = Date.now() + ELECTION_WAIT_MS;
+        for (;;) {
+          try {
+            result = await publishEvent(connection, flags.project, { type: flags.type, data: flags.data, id }, { subjectPrefix: flags.prefix, ...(flags.partitions ? { partitions: flags.partitions } : {}) });
+            break;
+          } catch (error) {
+            if (isHooklineApiError(error) && error.code === EVENT_ID_CONFLICT_CODE) {
+              io.stderr.write(`hookline publish: rejected (${error.code}): ${error.message}\n`);
+              return 1;
+            }
+            if (!isUnansweredPublish(error)) {
+              io.stderr.write(`hookline publish: ${(error as Error).message}; is a Hookline with HOOKLINE_NATS_URL running (it creates the stream)?\n`);
+              return 1;
+            }
+            const why = await diagnoseUnansweredPublish(connection, subject);
+            const stillElecting = why.kind === 'stream_electing' || why.kind === 'api_electing';
+            if (stillElecting && Date.now() < electionDeadline) {
+              // Said once; the same id again is safe (JetStream drops a repeat within its duplicate window).
+              if (!electing) io.stderr.write(`hookline publish: ${electionLine(why)} (a NATS server was lost or restarted); publishing again once it has one\n`);
+              electing = true;
+              await new Promise((resolve) => setTimeout(resolve, ELECTION_PAUSE_MS));
+              continue;
+            }
+            io.stderr.write(`hookline publish: ${unansweredLine(why, { url: flags.url, prefix: flags.prefix, subject, id })}\n`);
             return 1;
           }
-          io.stderr.write(`hookline publish: ${(error as Error).message}; is a Hookline with HOOKLINE_NATS_URL running (it creates the stream)?\n`);
-          return 1;
         }
-        if (result.duplicate) {
+        // A publish that timed out during the election may have been stored: then this one is its repeat.
+        if (result.duplicate && !electing) {
           // JetStream dropped it, so Hookline never sees it and sends no verdict: the first publish's stands.
           io.stdout.write(`published ${id} on ${subject}: a repeat of the same event within JetStream's duplicate window, dropped by JetStream (stream seq ${result.seq} is the first); Hookline judged the first\n`);
           return 0;

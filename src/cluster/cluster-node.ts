@@ -26,8 +26,11 @@ import { partitionFlowControl } from './flow-control.js';
 import { apiKeyHashOfEntry, directoryBucket, directoryKeyEntry, directoryProjectEntry, projectIdOfEntry } from './key-directory.js';
 import type { PartitionHost } from './coordinator.js';
 import { LeaseKeeper } from './lease-keeper.js';
+import { isWrongRevision } from './node-presence.js';
 import type { ForwardedReply, ForwardedRequest } from './rpc.js';
+import { untilEveryPartitionOwned } from './ownership-gate.js';
 import { PartitionRpc } from './rpc.js';
+import { UnpartitionedEvents } from './unpartitioned-events.js';
 
 export interface ClusterSettings {
   nodeId: string;
@@ -53,6 +56,14 @@ const SNAPSHOT_CHECK_MS = 5_000;
 
 /** Records a snapshot reads from LMDB at a time: what it holds in memory, less what a message holds. */
 const SNAPSHOT_CHUNK = 2_000;
+
+/**
+ * Longest a call for a partition without an owner waits for one before it answers 503
+ * `partition_moving`: a graceful handover takes the old owner's drain, a rebalancing tick and a
+ * restore (2-5 s seen on a loaded two-core machine), a failover the lease time more. Twice the
+ * lease time, at least 10 s.
+ */
+export const handoverWaitMs = (leaseMs: number): number => Math.max(10_000, 2 * leaseMs);
 
 /** Longest a start waits for the directory's entries before serving (the rest are read on demand). */
 const DIRECTORY_MIRROR_WAIT_MS = 10_000;
@@ -80,11 +91,14 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   /** Partitions restored and served here (their lease may still lapse: see `actsFor`). */
   private readonly serving = new Set<number>();
   private readonly consumers = new Map<number, NatsTransport>();
+  /** Events published without their partition, passed on to it. */
+  private unpartitioned: UnpartitionedEvents | null = null;
   private directoryWatch: { stop(): void } | null = null;
   private snapshotTimer: NodeJS.Timeout | null = null;
   /** The snapshots being written, one partition after another. */
   private snapshotting: Promise<void> | null = null;
   private stopping = false;
+  private leaving: Promise<void> | null = null;
   /** Logged once: snapshots wait while a live node of an earlier version would not read them. */
   private snapshotsHeldBack = false;
   private engine!: Engine;
@@ -183,8 +197,32 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
     const mirrored = await this.mirrorDirectory();
     this.logger.info({ ms: Date.now() - started }, mirrored ? 'cluster: directory mirrored; taking partitions' : 'cluster: taking partitions; the directory is still being mirrored');
     await this.coordinator.start();
+    this.unpartitioned = new UnpartitionedEvents({
+      servers: this.settings.natsUrl!,
+      connection: this.connection,
+      manager: this.manager,
+      replicas: this.settings.natsReplicas,
+      stream: this.settings.natsStream,
+      subjectPrefix: this.settings.natsSubjectPrefix,
+      durable: this.settings.natsDurable,
+      partitions: this.cluster.partitions,
+      reject: (rejection) => engine.reject(rejection),
+      logger: this.logger,
+    });
+    await this.unpartitioned.start();
     this.snapshotTimer = setInterval(() => (this.snapshotting ??= this.snapshotDue().finally(() => (this.snapshotting = null))), SNAPSHOT_CHECK_MS);
     this.snapshotTimer.unref();
+  }
+
+  /** Resolves true once every partition has an owner (`ownership-gate.ts`), false if the node stops first. */
+  everyPartitionOwned(): Promise<boolean> {
+    return untilEveryPartitionOwned({
+      unowned: () => this.leases.unownedPartitions(this.cluster.partitions),
+      partitions: this.cluster.partitions,
+      intervalMs: Math.max(100, Math.floor(this.cluster.leaseMs / 8)),
+      stopped: () => this.stopping,
+      logger: this.logger,
+    });
   }
 
   /**
@@ -310,6 +348,21 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
     const projectId = decoder.decode(entry.value);
     if (!(await this.mirrorProject(projectId))) return null;
     return projectId;
+  }
+
+  /**
+   * Creates a project's directory entry unless it exists (`SharedProjects`): nodes started together
+   * all find `default` missing, and only the one whose create wins makes its key.
+   */
+  async claimProject(record: ProjectRecord): Promise<boolean> {
+    try {
+      await this.directory.create(directoryProjectEntry(record.id), encoder.encode(JSON.stringify(record)));
+      return true;
+    } catch (error) {
+      if (!isWrongRevision(error)) throw error;
+      await this.mirrorProject(record.id);
+      return false;
+    }
   }
 
   async project(record: ProjectRecord, apiKeyHash: string | null): Promise<void> {
@@ -454,11 +507,13 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   }
 
   async forward(projectId: string, request: ForwardedRequest): Promise<ForwardedReply> {
-    return this.rpc.forward(this.partitionOf(projectId), request, this.settings.deliveryTimeoutMs + 5_000);
+    return this.rpc.forward(this.partitionOf(projectId), request, this.settings.deliveryTimeoutMs + 5_000, handoverWaitMs(this.cluster.leaseMs));
   }
 
   /**
-   * A stop starts no snapshot and abandons the one being written (its lease check fails before its
+   * Hands every partition over and leaves the membership, keeping the NATS connection: calls the
+   * node still answers (those in flight when it was told to stop) are forwarded to the new owners.
+   * It starts no snapshot and abandons the one being written (its lease check fails before its
    * next message), so it waits a message's time, not the partition's: the snapshot of 804,001
    * records a SIGTERM once waited for took 156 s. A snapshot only shortens the next owner's
    * restore; every acknowledged change is in the changelog's batches already (an append resolves
@@ -466,12 +521,21 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
    * owner reads the last marked snapshot and every batch after it. The abandoned messages, never
    * marked, are never read, and the next snapshot's purge removes them.
    */
+  leave(): Promise<void> {
+    this.leaving ??= (async () => {
+      this.stopping = true;
+      if (this.snapshotTimer) clearInterval(this.snapshotTimer);
+      await this.unpartitioned?.stop();
+      await this.snapshotting;
+      await this.coordinator?.stop();
+      await this.leases?.stop();
+    })();
+    return this.leaving;
+  }
+
+  /** Leaves (when it has not yet), then closes the node's NATS connection. */
   async stop(): Promise<void> {
-    this.stopping = true;
-    if (this.snapshotTimer) clearInterval(this.snapshotTimer);
-    await this.snapshotting;
-    await this.coordinator?.stop();
-    await this.leases?.stop();
+    await this.leave();
     this.directoryWatch?.stop();
     this.rpc?.close();
     await this.connection?.drain().catch(() => this.connection?.close());

@@ -109,6 +109,7 @@ export class ClusterCoordinator {
     this.owned.delete(partition);
     this.busy.add(partition);
     const handover = (async () => {
+      const started = Date.now();
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<'late'>((resolve) => (timer = setTimeout(resolve, this.options.releaseTimeoutMs, 'late')));
       try {
@@ -122,6 +123,8 @@ export class ClusterCoordinator {
       }
       await this.options.leases.release(partition);
       this.busy.delete(partition);
+      // How long its calls waited for the next owner, this side of the move.
+      this.options.logger.info({ partition, ms: Date.now() - started }, 'partition handed back: its attempts finished, its lease given up');
     })();
     this.handovers.add(handover);
     void handover.finally(() => this.handovers.delete(handover));
@@ -174,11 +177,18 @@ export class ClusterCoordinator {
     }
   }
 
-  /** Hands every partition back (leases stay renewed while their attempts drain), then leaves. */
+  /**
+   * Leaves the membership first, so that the others want this node's partitions at once and take
+   * each as soon as its lease is given up; then hands every partition back (leases stay renewed
+   * while their attempts drain), then stops renewing.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timers.rebalancing);
     await this.rebalancing;
+    const started = Date.now();
+    await this.options.leases.withdraw().catch((error: unknown) => this.options.logger.warn({ err: error }, 'could not leave the cluster membership before handing partitions over; the others take them once this node is gone'));
+    this.options.logger.info({ partitions: this.owned.size, ms: Date.now() - started }, 'left the cluster membership; handing every partition back');
     for (const partition of [...this.owned]) this.handBack(partition);
     await Promise.all([...this.handovers]);
     clearInterval(this.timers.watchdog);

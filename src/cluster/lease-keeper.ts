@@ -21,6 +21,8 @@ export interface CoordinatorLeases {
   liveNodes(): Promise<string[]>;
   /** Sets who is told of each held lease a renewal found taken by another node (`lost`) or run out locally (`lapsed`). */
   onFenced(listener: (partition: number, outcome: FencedOutcome) => void): void;
+  /** Leaves the membership (no more heartbeats), still renewing the leases held: the node is handing them over. */
+  withdraw(): Promise<void>;
   /** Stops renewing and heartbeating, and leaves the membership. */
   leave(): Promise<void>;
 }
@@ -49,7 +51,8 @@ export interface LeaseKeeperOptions {
   logger: Logger;
   /**
    * Called once if the worker's NATS connection ends for good while the node runs (logged already,
-   * by the worker), with the line naming what to fix: the node renews no lease from then on.
+   * by the worker), or another process took the node id over, with the line naming what to fix:
+   * the node renews no lease from then on.
    * @default none
    */
   onConnectionClosed?: (reason: HooklineError) => void;
@@ -95,8 +98,11 @@ export class LeaseKeeper implements CoordinatorLeases {
   }
 
   /**
-   * Starts the worker; resolves once it is connected (the node joins the membership with `join`).
-   * @throws {HooklineError} the NATS start error naming the setting, when the worker cannot connect
+   * Starts the worker; resolves once it is connected and has claimed the node id (the node joins
+   * the membership with `join`). The claim waits up to a lease time after a previous incarnation
+   * of the node died (`NodePresence`).
+   * @throws {HooklineError} the NATS start error naming the setting, when the worker cannot connect;
+   *   `HOOKLINE_ERR_NODE_ID_IN_USE` when a live node has the id
    */
   static async start(options: LeaseKeeperOptions): Promise<LeaseKeeper> {
     const shared = new SharedArrayBuffer(sharedSlots(options.partitions) * BigInt64Array.BYTES_PER_ELEMENT);
@@ -152,6 +158,9 @@ export class LeaseKeeper implements CoordinatorLeases {
       this.fencedListener(message.partition, message.outcome);
     } else if (message.type === 'closed') {
       if (!this.stopping) this.onConnectionClosed(new HooklineError('HOOKLINE_ERR_NATS_UNAVAILABLE', message.reason));
+    } else if (message.type === 'superseded') {
+      this.logger.error({}, message.reason);
+      if (!this.stopping) this.onConnectionClosed(new HooklineError('HOOKLINE_ERR_NODE_ID_IN_USE', message.reason));
     } else if (message.type === 'log') {
       this.logger[message.level](message.fields, message.message);
     }
@@ -197,6 +206,11 @@ export class LeaseKeeper implements CoordinatorLeases {
     return this.request({ op: 'liveNodes' });
   }
 
+  /** The partitions whose lease no node holds now. */
+  unownedPartitions(partitions: number): Promise<number[]> {
+    return this.request({ op: 'unowned', partitions });
+  }
+
   /** Whether every live node restores from changelog snapshots: until then, none may be written. */
   everyLiveNodeReadsSnapshots(): Promise<boolean> {
     return this.request({ op: 'everyLiveNodeReadsSnapshots' });
@@ -204,6 +218,10 @@ export class LeaseKeeper implements CoordinatorLeases {
 
   onFenced(listener: (partition: number, outcome: FencedOutcome) => void): void {
     this.fencedListener = listener;
+  }
+
+  withdraw(): Promise<void> {
+    return this.request({ op: 'withdraw' });
   }
 
   leave(): Promise<void> {

@@ -30,7 +30,9 @@ export type LeaseCall =
   | { op: 'acquire'; partition: number }
   | { op: 'release'; partition: number }
   | { op: 'liveNodes' }
+  | { op: 'unowned'; partitions: number }
   | { op: 'everyLiveNodeReadsSnapshots' }
+  | { op: 'withdraw' }
   | { op: 'leave' };
 
 export type LeaseRequest = LeaseCall & { id: number };
@@ -47,6 +49,8 @@ export type LeaseWorkerMessage =
   | { type: 'failed'; error: ErrorFields }
   /** The worker's NATS connection ended for good after the start (no lease is renewed any more), and the line naming what to fix. */
   | { type: 'closed'; reason: string }
+  /** Another process claimed the node id (this one stalled past a lease): no lease is kept from now on, and the line saying so. */
+  | { type: 'superseded'; reason: string }
   | { type: 'reply'; id: number; result?: unknown; error?: ErrorFields }
   | { type: 'fenced'; partition: number; outcome: FencedOutcome }
   | { type: 'log'; level: 'info' | 'warn' | 'error'; fields: Record<string, unknown>; message: string };

@@ -5,6 +5,7 @@ import { connectNats } from '../transport/nats-connection.js';
 import { ensureKv, kvKeyLister, reachJetStream } from '../transport/nats-streams.js';
 import { LeaseRenewal } from './lease-renewal.js';
 import { PartitionLeases } from './leases.js';
+import { NodePresence, describePresence } from './node-presence.js';
 import { LAST_TURN_SLOT, errorFields, validitySlot, type LeaseRequest, type LeaseWorkerData, type LeaseWorkerMessage } from './lease-protocol.js';
 
 /**
@@ -28,6 +29,7 @@ const logger: Logger = { info: logAt('info'), warn: logAt('warn'), error: logAt(
 
 let connection: NatsConnection | undefined;
 let leases: PartitionLeases;
+let presence: NodePresence;
 let renewal: LeaseRenewal;
 
 // Whole milliseconds: BigInt() throws on a fraction.
@@ -41,7 +43,8 @@ async function answer(request: LeaseRequest): Promise<unknown> {
       renewal.start();
       return null;
     case 'acquire': {
-      const acquired = await leases.acquire(request.partition);
+      // Superseded, a twin holds the id: with the same id its leases would look like this node's own.
+      const acquired = !renewal.isSuperseded && (await leases.acquire(request.partition));
       mirror(request.partition);
       return acquired;
     }
@@ -51,11 +54,19 @@ async function answer(request: LeaseRequest): Promise<unknown> {
       return null;
     case 'liveNodes':
       return leases.liveNodes();
+    case 'unowned':
+      return leases.unowned(request.partitions);
     case 'everyLiveNodeReadsSnapshots':
       return leases.everyLiveNodeReadsSnapshots();
+    case 'withdraw':
+      await renewal.withdraw();
+      await leases.leave();
+      return null;
     case 'leave':
       await renewal.stop();
       await leases.leave().catch(() => {});
+      // After the membership: a restart under the same id may start at once.
+      await presence.withdraw();
       await connection?.close().catch(() => {});
       return null;
   }
@@ -74,8 +85,17 @@ async function start(): Promise<void> {
     const manager = await reachJetStream(connection, logger);
     const kv = await ensureKv(connection, manager, data.bucket, data.replicas, logger);
     leases = new PartitionLeases(kv, kvKeyLister(manager, data.bucket), data.nodeId, data.leaseMs);
+    // Before anything is written under the node id: a live node with the same id refuses this start.
+    presence = new NodePresence({ kv, nodeId: data.nodeId, leaseMs: data.leaseMs });
+    await presence.claim();
     renewal = new LeaseRenewal({
       leases,
+      presence,
+      onSuperseded: (holder) =>
+        post({
+          type: 'superseded',
+          reason: `HOOKLINE_NODE_ID=${data.nodeId} was taken over by another process${holder ? ` (${describePresence(holder)})` : ''} while this one did not write its presence for over a lease time (HOOKLINE_LEASE_TTL); this node acts for no partition any more: stop it`,
+        }),
       tickMs: data.tickMs,
       lastTurnAt: () => Number(Atomics.load(shared, LAST_TURN_SLOT)),
       maxStallMs: data.maxStallMs,
@@ -83,6 +103,7 @@ async function start(): Promise<void> {
       onFenced: (partition, outcome) => post({ type: 'fenced', partition, outcome }),
       logger,
     });
+    renewal.keepPresence();
   } catch (error) {
     post({ type: 'failed', error: errorFields(error) });
     await connection?.close().catch(() => {});

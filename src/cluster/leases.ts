@@ -94,6 +94,12 @@ export class PartitionLeases {
     return lease.expiresAt > this.now() ? lease.nodeId : null;
   }
 
+  /** The partitions, of the first `partitions`, whose lease no node holds now (free or expired). */
+  async unowned(partitions: number): Promise<number[]> {
+    const holders = await Promise.all(Array.from({ length: partitions }, (_, partition) => this.holder(partition)));
+    return holders.flatMap((holder, partition) => (holder === null ? [partition] : []));
+  }
+
   /** True while this node holds the lease and its local validity has not run out. */
   isValid(partition: number): boolean {
     return this.now() < this.validUntil(partition);

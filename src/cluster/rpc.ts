@@ -26,7 +26,8 @@ const decoder = new TextDecoder();
 /**
  * Routes API calls to partition owners by NATS request-reply on `<prefix>.<partition>`. Only the
  * owner subscribes to its partitions' subjects, so a request reaches exactly the node that holds
- * the data; with no owner (a partition mid-failover) the caller gets 503 and retries.
+ * the data; with no owner (a partition mid-failover or mid-handover) the call waits for the next
+ * one, up to a bound (`forward`), and only then does the caller get 503 `partition_moving`.
  */
 export class PartitionRpc {
   private readonly subscriptions = new Map<number, Subscription>();
@@ -98,11 +99,38 @@ export class PartitionRpc {
   }
 
   unserve(partition: number): void {
-    this.subscriptions.get(partition)?.unsubscribe();
+    const subscription = this.subscriptions.get(partition);
     this.subscriptions.delete(partition);
+    // Drained, not dropped: a call already on its way here is still answered (503 partition_moving,
+    // which the caller sends again to the next owner). Unsubscribed, it was lost, and its caller
+    // answered 503 after its whole timeout.
+    subscription?.drain().catch(() => {});
   }
 
-  async forward(partition: number, request: ForwardedRequest, timeoutMs: number): Promise<ForwardedReply> {
+  /**
+   * Sends the call to the partition's owner and returns its answer. While the partition has no
+   * owner (nobody serves its subject: a node is taking it over or restoring it), or the owner
+   * answers 503 `partition_moving` or `shutting_down` (it is handing the partition over; such an
+   * answer changed nothing), the call is sent again after a growing pause, until `waitMs` has
+   * passed: a handover shorter than that is not seen by the client. A call that got no answer
+   * within `timeoutMs` is not sent again: the owner may have made it.
+   * @throws {HooklineError} `HOOKLINE_ERR_PARTITION_MOVING` when there is still no owner after `waitMs`, or no answer came
+   */
+  async forward(partition: number, request: ForwardedRequest, timeoutMs: number, waitMs = 0): Promise<ForwardedReply> {
+    const payload = this.payloadOf(request);
+    const deadline = Date.now() + waitMs;
+    for (let attempt = 0; ; attempt++) {
+      const outcome = await this.send(partition, payload, timeoutMs);
+      if (outcome.kind === 'answered' && !isHandoverAnswer(outcome.reply)) return outcome.reply;
+      if (outcome.kind === 'unanswered' || Date.now() >= deadline) {
+        if (outcome.kind === 'answered') return outcome.reply;
+        throw outcome.error;
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.min(FORWARD_PAUSE_MS * 2 ** attempt, FORWARD_MAX_PAUSE_MS, Math.max(0, deadline - Date.now()))));
+    }
+  }
+
+  private payloadOf(request: ForwardedRequest): Uint8Array {
     const payload = encoder.encode(JSON.stringify(request));
     // NATS refuses a larger message outright; sent anyway, it would look like a partition without an
     // owner and be retried forever. A batch (up to HOOKLINE_MAX_BATCH_BODY) can be this large.
@@ -110,16 +138,49 @@ export class PartitionRpc {
     if (maxPayload !== undefined && payload.byteLength > maxPayload) {
       throw new HooklineError('HOOKLINE_ERR_PAYLOAD_TOO_LARGE', `this node would forward the call to the project's owner over NATS, whose max_payload (${maxPayload} bytes) is below the ${payload.byteLength} bytes of the call; send smaller batches, send them to the owning node, or raise max_payload`);
     }
+    return payload;
+  }
+
+  private async send(partition: number, payload: Uint8Array, timeoutMs: number): Promise<ForwardOutcome> {
     try {
       const reply = await this.connection.request(`${this.subjectPrefix}.${partition}`, payload, { timeout: timeoutMs });
-      return JSON.parse(decoder.decode(reply.data)) as ForwardedReply;
+      return { kind: 'answered', reply: JSON.parse(decoder.decode(reply.data)) as ForwardedReply };
     } catch (error) {
-      throw new HooklineError('HOOKLINE_ERR_PARTITION_MOVING', `partition ${partition} has no reachable owner right now (a node joined or left); retry shortly`, { cause: error, retryAfterSeconds: 1 });
+      const moving = new HooklineError('HOOKLINE_ERR_PARTITION_MOVING', `partition ${partition} has no reachable owner right now (a node joined or left); retry shortly`, { cause: error, retryAfterSeconds: 1 });
+      return { kind: isNoResponders(error) ? 'no_owner' : 'unanswered', error: moving };
     }
   }
 
   close(): void {
     for (const partition of [...this.subscriptions.keys()]) this.unserve(partition);
+  }
+}
+
+/** First pause before a call whose partition had no owner is sent again; it doubles up to the most. */
+const FORWARD_PAUSE_MS = 25;
+const FORWARD_MAX_PAUSE_MS = 250;
+
+type ForwardOutcome =
+  | { kind: 'answered'; reply: ForwardedReply }
+  /** Nobody serves the partition's subject: the call reached no node. */
+  | { kind: 'no_owner'; error: HooklineError }
+  /** Sent, but no answer came in time (or the connection failed): it may have been made. */
+  | { kind: 'unanswered'; error: HooklineError };
+
+/** NATS answered that nobody listens on the subject (`RequestError` caused by `NoResponders`). */
+function isNoResponders(error: unknown): boolean {
+  const cause = (error as { cause?: { name?: unknown } } | null)?.cause;
+  return cause?.name === 'NoResponders' || /no responders/i.test(String((error as Error | null)?.message));
+}
+
+/** The owner's 503 for a partition it is handing over, or no longer has: nothing was changed, and the next owner will answer. */
+function isHandoverAnswer(reply: ForwardedReply): boolean {
+  if (reply.statusCode !== 503) return false;
+  try {
+    const code = (JSON.parse(reply.body) as { error?: { code?: unknown } }).error?.code;
+    return code === 'partition_moving' || code === 'shutting_down';
+  } catch {
+    return false;
   }
 }
 

@@ -78,6 +78,9 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
     routerOptions: { maxParamLength: 256 },
     // Fastify's two info lines per request cost ~12% of a delivery's CPU; they move to debug below.
     logController: new LogController({ disableRequestLogging: true }),
+    // A closing cluster node has handed its partitions over and forwards what still reaches it on
+    // an open connection; Fastify's own 503 (in its shape, not ours) would refuse it instead.
+    return503OnClosing: deps.cluster === undefined,
     clientErrorHandler: answerClientError,
     // A URL the router cannot decode (`/v1/events/%/replay`) fails before any route or error
     // handler runs; without this it would answer in Fastify's shape instead of ours.
@@ -93,22 +96,42 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
   }
   acceptJsonBodies(app);
 
-  app.setErrorHandler((error, request, reply) => {
+  const rateLimiter = new ProjectRateLimiter(deps.engine.settings.rateLimit);
+  const cluster = deps.cluster;
+  /** A call this node answers for another (re-injected by answerForwarded); never forwarded again. */
+  const isForwarded = (request: FastifyRequest) => cluster !== undefined && request.headers[FORWARDED_HEADER] === cluster.forwardToken;
+  /** The call as the project's owner is sent it. */
+  const forwardCall = (request: FastifyRequest) => {
+    const headers: Record<string, string> = { authorization: request.headers.authorization ?? '' };
+    if (request.body !== undefined) headers['content-type'] = 'application/json';
+    return cluster!.forward(request.projectId, { method: request.method, url: request.url, headers, body: request.body === undefined ? null : JSON.stringify(request.body) });
+  };
+  /**
+   * A client's call this node began, whose partition was handed over meanwhile (its answer is 503
+   * `partition_moving` or `shutting_down`: nothing was changed), goes to the new owner, as if this
+   * node had not owned the partition when the call came.
+   */
+  const movedAway = (error: unknown, request: FastifyRequest) => {
+    const code = (error as { code?: unknown }).code;
+    return cluster !== undefined && !request.is404 && request.projectId !== '' && !isForwarded(request) && (code === 'HOOKLINE_ERR_PARTITION_MOVING' || code === 'HOOKLINE_ERR_SHUTTING_DOWN') && !cluster.ownsProject(request.projectId);
+  };
+
+  app.setErrorHandler(async (error, request, reply) => {
+    if (movedAway(error, request)) {
+      const answer = await forwardCall(request).catch(() => null);
+      if (answer) return reply.status(answer.statusCode).headers(answer.headers).send(answer.body);
+    }
     // An unknown route reads its body before the not-found handler runs: whatever the body, no such route.
     const hooklineError = request.is404 ? noRouteError(request) : answerError(toHooklineError(error, request), request);
     const retryAfterSeconds = hooklineError.retryAfterSeconds ?? (hooklineError.status === 503 ? DEFAULT_RETRY_AFTER_SECONDS : undefined);
     if (retryAfterSeconds !== undefined) reply.header('retry-after', String(retryAfterSeconds));
     closeIfBodyUnread(request, reply);
-    reply.status(hooklineError.status).send(hooklineError.toJSON());
+    return reply.status(hooklineError.status).send(hooklineError.toJSON());
   });
   app.setNotFoundHandler((request, reply) => {
     reply.status(404).send(noRouteError(request).toJSON());
   });
 
-  const rateLimiter = new ProjectRateLimiter(deps.engine.settings.rateLimit);
-  const cluster = deps.cluster;
-  /** A call this node answers for another (re-injected by answerForwarded); never forwarded again. */
-  const isForwarded = (request: FastifyRequest) => cluster !== undefined && request.headers[FORWARDED_HEADER] === cluster.forwardToken;
   app.register(async (v1) => {
     v1.addHook('onRequest', async (request: FastifyRequest, _reply: FastifyReply) => {
       const token = bearerToken(request);
@@ -131,14 +154,7 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
         // Forwarded here, but the partition moved on meanwhile: never forward twice (no loops), and
         // never answer from this node's possibly stale copy. The caller retries.
         if (isForwarded(request)) throw new HooklineError('HOOKLINE_ERR_PARTITION_MOVING', `node ${cluster.nodeId} no longer serves this project's partition; retry shortly`, { retryAfterSeconds: 1 });
-        const headers: Record<string, string> = { authorization: request.headers.authorization ?? '' };
-        if (request.body !== undefined) headers['content-type'] = 'application/json';
-        const answer = await cluster.forward(request.projectId, {
-          method: request.method,
-          url: request.url,
-          headers,
-          body: request.body === undefined ? null : JSON.stringify(request.body),
-        });
+        const answer = await forwardCall(request);
         return reply.status(answer.statusCode).headers(answer.headers).send(answer.body);
       });
     }

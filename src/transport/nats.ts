@@ -43,6 +43,17 @@ export interface NatsTransportOptions {
   subjectPrefix?: string;
   /** Durable pull consumer name, shared by every node that consumes the stream. @default "hookline" */
   durable?: string;
+  /**
+   * The durable consumer's filter: which subjects under the prefix it takes (a cluster node's router
+   * takes `<prefix>.*`, the events published without their partition). @default `<subjectPrefix>.>`
+   */
+  filterSubject?: string;
+  /**
+   * The sink passes accepted events on instead of storing them (a cluster node's router republishes
+   * each on its partition's subject): the node that stores it sends the `accepted` verdict, and this
+   * transport only the `rejected` ones it records. @default false
+   */
+  passesEventsOn?: boolean;
   /** Messages pulled per request, and the size of the local buffer. @default DEFAULT_PULL_BATCH (512) */
   batch?: number;
   /**
@@ -166,7 +177,9 @@ export class NatsTransport implements InboundTransport {
   async start(sink: EventSink): Promise<void> {
     await this.connect();
     const connection = this.connection!;
-    const messages = new NatsMessages({ subjectPrefix: this.subjectPrefix, nakDelayMs: this.options.nakDelayMs ?? 1000, random: this.options.random ?? Math.random, sendVerdict: (verdict) => this.sendVerdict(verdict) });
+    const messages = new NatsMessages({ subjectPrefix: this.subjectPrefix, nakDelayMs: this.options.nakDelayMs ?? 1000, random: this.options.random ?? Math.random, sendVerdict: (verdict) => {
+        if (verdict.verdict !== 'accepted' || !this.options.passesEventsOn) this.sendVerdict(verdict);
+      } });
     const messagesPerTurn = this.options.messagesPerTurn ?? MAX_MESSAGES_PER_TURN;
     const labels = { stream: this.stream, durable: this.durable };
     let first: ConsumerMessages;
@@ -210,8 +223,8 @@ export class NatsTransport implements InboundTransport {
   private async ensureStreamAndConsumer(connection: NatsConnection): Promise<void> {
     const log = this.options.logger;
     const manager = await this.manager(connection);
-    const filter = `${this.subjectPrefix}.>`;
-    const subjects = this.options.streamSubjects ?? [filter];
+    const filter = this.options.filterSubject ?? `${this.subjectPrefix}.>`;
+    const subjects = this.options.streamSubjects ?? [`${this.subjectPrefix}.>`];
     await ensureStream(manager, { name: this.stream, subjects, storage: StorageType.File, duplicate_window: nanos(this.options.duplicateWindowMs ?? 120_000), num_replicas: this.options.replicas ?? 1 }, log);
     await ensureConsumer(manager, this.stream, {
       durable_name: this.durable,

@@ -81,18 +81,23 @@ export async function startChildNode(dataDir: string, settings: Record<string, s
     });
   });
 
-  const waitForLog = (msg: RegExp, timeoutMs = 10_000) =>
-    waitFor(
-      () => {
-        if (exitedWith) throw new Error(`hookline exited (${JSON.stringify(exitedWith)}) before logging ${msg}; stderr: ${stderr}`);
-        for (const line of lines) {
-          const record = parseLine(line);
-          if (record && typeof record.msg === 'string' && msg.test(record.msg)) return record;
-        }
-        return null;
-      },
-      { timeoutMs, message: `hookline child to log ${msg}` },
-    );
+  // After 'exit', once its stdout and stderr are read to the end.
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  const waitForLog = (msg: RegExp, timeoutMs = 10_000) => {
+    const logged = () => {
+      for (const line of lines) {
+        const record = parseLine(line);
+        if (record && typeof record.msg === 'string' && msg.test(record.msg)) return record;
+      }
+      return null;
+    };
+    const seen = waitFor(logged, { timeoutMs, message: `hookline child to log ${msg}` });
+    // A child that exits without the line fails the wait at once, not at its deadline.
+    const gone = closed.then(() => logged() ?? Promise.reject(new Error(`hookline exited (${JSON.stringify(exitedWith)}) before logging ${msg}; stderr: ${stderr}`)));
+    seen.catch(() => {});
+    gone.catch(() => {});
+    return Promise.race([seen, gone]);
+  };
 
   try {
     const serving = await waitForLog(/^hookline is serving$/, options.startTimeoutMs);

@@ -78,6 +78,8 @@ export interface TestCluster {
   readonly nodes: Map<string, ClusterNodeHandle>;
   /** A connection to the cluster's NATS (for publishing), closed by `dispose()`. */
   readonly nats: NatsConnection;
+  /** The HOOKLINE_* settings a node of this cluster starts with (its data directory and port aside). */
+  settingsFor(nodeId: string): Record<string, string>;
   /** Starts a node (`serve --cluster`, more HOOKLINE_* settings in `settings`) and resolves once it serves HTTP. */
   start(nodeId: string, settings?: Record<string, string>): Promise<ClusterNodeHandle>;
   node(nodeId: string): ClusterNodeHandle;
@@ -193,6 +195,7 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     leaseMs,
     nodes,
     nats,
+    settingsFor,
     async start(nodeId, settings = {}) {
       const dir = makeTempDir(`hookline-cluster-${nodeId}-`);
       dirs.push(dir);
