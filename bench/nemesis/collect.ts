@@ -93,3 +93,16 @@ export async function addEvidence(system: NemesisSystem, violations: Violation[]
     violation.evidence = evidence;
   }
 }
+
+/** Each node's /metrics text at the end (for a post-mortem), or why it could not be read. */
+export async function readMetrics(system: NemesisSystem): Promise<Map<string, string>> {
+  const texts = new Map<string, string>();
+  for (const node of system.nodes) {
+    try {
+      texts.set(node.id, await (await fetch(`${node.url}/metrics`, { signal: AbortSignal.timeout(5_000) })).text());
+    } catch (error) {
+      texts.set(node.id, `# not read: ${error instanceof Error ? error.message : String(error)}\n`);
+    }
+  }
+  return texts;
+}

@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { parseDuration } from '../../src/config/duration.js';
 import { checkHistory, type Violation } from './checks.js';
-import { addEvidence, readViews } from './collect.js';
+import { addEvidence, readMetrics, readViews } from './collect.js';
 import { healAll, runNemesis } from './nemesis.js';
 import { startProducer, type Producer } from './producers.js';
 import { writeReport, type RunOptions, type RunReport } from './report.js';
@@ -214,7 +214,7 @@ async function run(args: Arguments): Promise<number> {
       window,
       seconds: secondsOfRun(events, receipts, startedAt, checkedAt - startedAt),
     };
-    writeReport(args.reportDir, report, new Map(system.nodes.map((node) => [node.id, node.logLines()])), runLog);
+    writeReport(args.reportDir, report, { nodes: new Map(system.nodes.map((node) => [node.id, node.logLines()])), metrics: await readMetrics(system), run: runLog });
     const { counts } = result;
     log(`${counts.acked} acknowledged of ${counts.sent} sent, ${counts.deliveredEvents} received, ${counts.duplicates} duplicates (${counts.explainedDuplicates} near a fault), ${result.violations.length} violations`);
     log(`report: ${join(args.reportDir, 'report.md')}`);

@@ -33,7 +33,7 @@ export interface NemesisNode {
   pause(): void;
   /** SIGCONT. */
   resume(): void;
-  /** Every stdout line of every process this node ran, a marker line before each start. */
+  /** Every stdout line of every process this node ran, a marker line before each start, its stderr after. */
   logLines(): string[];
   /** Exits nobody asked for: when, and how. */
   readonly unexpectedExits: ReadonlyArray<{ at: number; code: number | null; signal: string | null; stderr: string }>;
@@ -125,6 +125,7 @@ export async function makeNodes(options: NodeOptions): Promise<NemesisNode[]> {
         return lifetimes.flatMap((lifetime) => [
           `--- ${id} started at ${new Date(lifetime.startedAt).toISOString()} ---`,
           ...(lifetime.child?.lines ?? []),
+          ...(lifetime.child && lifetime.child.stderr() !== '' ? [`--- ${id} stderr:`, lifetime.child.stderr()] : []),
           ...(lifetime.failure ? [`--- start failed: ${lifetime.failure}`] : []),
         ]);
       },

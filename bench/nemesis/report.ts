@@ -100,15 +100,25 @@ function markdown(report: RunReport): string {
       lines.push(`| ${duplicate.eventId} | ${duplicate.kind} | ${duplicate.webhookIds.join(', ')} | ${duplicate.receiptsMs.map((ms) => seconds(ms)).join(', ')} | ${duplicate.explainedBy === null ? '**none**' : `#${duplicate.explainedBy}`} |`);
     }
   }
-  lines.push('', 'Node logs: `logs/`. Everything above, and each second of the run: `report.json`.', '');
+  lines.push('', 'Node logs and their /metrics at the end: `logs/`. Everything above, and each second of the run: `report.json`.', '');
   return lines.join('\n');
 }
 
-export function writeReport(dir: string, report: RunReport, nodeLogs: ReadonlyMap<string, readonly string[]>, runLog: readonly string[]): void {
+export interface RunLogs {
+  /** Each node's log lines, by node id. */
+  nodes: ReadonlyMap<string, readonly string[]>;
+  /** Each node's /metrics at the end, by node id. */
+  metrics: ReadonlyMap<string, string>;
+  /** The nemesis's own lines. */
+  run: readonly string[];
+}
+
+export function writeReport(dir: string, report: RunReport, logs: RunLogs): void {
   mkdirSync(join(dir, 'logs'), { recursive: true });
   writeFileSync(join(dir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
   writeFileSync(join(dir, 'report.md'), markdown(report));
   writeFileSync(join(dir, 'timeline.svg'), timelineSvg(report.faults, report.seconds, report.milestones, `Nemesis seed ${report.options.seed}: faults, throughput and latency`));
-  for (const [nodeId, lines] of nodeLogs) writeFileSync(join(dir, 'logs', `${nodeId}.log`), `${lines.join('\n')}\n`);
-  writeFileSync(join(dir, 'logs', 'nemesis.log'), `${runLog.join('\n')}\n`);
+  for (const [nodeId, lines] of logs.nodes) writeFileSync(join(dir, 'logs', `${nodeId}.log`), `${lines.join('\n')}\n`);
+  for (const [nodeId, text] of logs.metrics) writeFileSync(join(dir, 'logs', `${nodeId}.metrics`), text);
+  writeFileSync(join(dir, 'logs', 'nemesis.log'), `${logs.run.join('\n')}\n`);
 }

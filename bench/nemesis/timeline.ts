@@ -93,7 +93,7 @@ export function timelineSvg(faults: readonly ExecutedFault[], seconds: readonly 
   const endMs = Math.max(1000, seconds.length * 1000);
   const x = (ms: number) => fixed(LEFT + ((WIDTH - LEFT - RIGHT) * Math.min(ms, endMs)) / endMs);
   const lanes = [...new Set(faults.map((fault) => fault.target))].sort();
-  const lanesTop = 40;
+  const lanesTop = 64;
   const lanesBottom = lanesTop + Math.max(1, lanes.length) * LANE_HEIGHT;
   const throughputTop = lanesBottom + GAP;
   const latencyTop = throughputTop + CHART_HEIGHT + GAP;
@@ -112,7 +112,10 @@ export function timelineSvg(faults: readonly ExecutedFault[], seconds: readonly 
     const y = lanesTop + lanes.indexOf(fault.target) * LANE_HEIGHT + 2;
     const label = `#${fault.id} ${fault.kind} ${fault.target}${fault.latencyMs ? ` +${fault.latencyMs} ms` : ''}: ${(fault.startedMs / 1000).toFixed(1)}-${(end / 1000).toFixed(1)} s`;
     const colour = FAULT_COLOURS[fault.kind];
-    parts.push(`<rect x="${x(fault.startedMs)}" y="${y}" width="${Math.max(1, x(end) - x(fault.startedMs))}" height="${LANE_HEIGHT - 4}" fill="${colour}"><title>${escapeXml(label)}</title></rect>`);
+    // Solid while the fault was on as planned; paler while the system came back (a restart until it served).
+    const plannedEnd = Math.min(end, Math.max(fault.startedMs, fault.atMs + fault.durationMs));
+    parts.push(`<rect x="${x(fault.startedMs)}" y="${y}" width="${Math.max(1, x(plannedEnd) - x(fault.startedMs))}" height="${LANE_HEIGHT - 4}" fill="${colour}"><title>${escapeXml(label)}</title></rect>`);
+    if (end > plannedEnd) parts.push(`<rect x="${x(plannedEnd)}" y="${y}" width="${Math.max(1, x(end) - x(plannedEnd))}" height="${LANE_HEIGHT - 4}" fill="${colour}" opacity="0.4"><title>${escapeXml(`${label} (coming back)`)}</title></rect>`);
     parts.push(`<rect x="${x(fault.startedMs)}" y="${throughputTop}" width="${Math.max(1, x(end) - x(fault.startedMs))}" height="${latencyTop + CHART_HEIGHT - throughputTop}" fill="${colour}" opacity="0.08"/>`);
   }
 
@@ -146,10 +149,13 @@ export function timelineSvg(faults: readonly ExecutedFault[], seconds: readonly 
     { name: 'max', colour: '#d62728', values: seconds.map((second) => (second.latencyMaxMs === null ? null : second.latencyMaxMs / 1000)) },
   ], '');
 
-  for (const [name, ms] of [['producers stop', milestones.producersStoppedMs], ['healed', milestones.healedMs], ['settled', milestones.settledMs]] as const) {
-    parts.push(`<line x1="${x(ms)}" x2="${x(ms)}" y1="${lanesTop}" y2="${latencyTop + CHART_HEIGHT}" stroke="#333" stroke-dasharray="4 3"/>`);
-    parts.push(`<text x="${x(ms) + 3}" y="${lanesTop - 4}" font-size="10">${escapeXml(name)}</text>`);
-  }
+  const marks = [['producers stop', milestones.producersStoppedMs], ['healed', milestones.healedMs], ['settled', milestones.settledMs]] as const;
+  marks.forEach(([name, ms], index) => {
+    // Each label a line lower than the one before: two marks a second apart would print over each other.
+    const labelY = lanesTop - 4 - (marks.length - 1 - index) * 11;
+    parts.push(`<line x1="${x(ms)}" x2="${x(ms)}" y1="${labelY + 2}" y2="${latencyTop + CHART_HEIGHT}" stroke="#333" stroke-dasharray="4 3"/>`);
+    parts.push(`<text x="${x(ms) + 3}" y="${labelY}" font-size="10">${escapeXml(name)}</text>`);
+  });
   const step = tickStep(endMs / 1000, 10);
   for (let second = 0; second <= endMs / 1000; second += step) {
     parts.push(`<text x="${x(second * 1000)}" y="${latencyTop + CHART_HEIGHT + 16}" text-anchor="middle">${second}s</text>`);
