@@ -214,7 +214,7 @@ async function run(args: Arguments): Promise<number> {
       window,
       seconds: secondsOfRun(events, receipts, startedAt, checkedAt - startedAt),
     };
-    writeReport(args.reportDir, report, { nodes: new Map(system.nodes.map((node) => [node.id, node.logLines()])), metrics: await readMetrics(system), run: runLog });
+    writeReport(args.reportDir, report, { events, receipts }, { nodes: new Map(system.nodes.map((node) => [node.id, node.logLines()])), metrics: await readMetrics(system), run: runLog });
     const { counts } = result;
     log(`${counts.acked} acknowledged of ${counts.sent} sent, ${counts.deliveredEvents} received, ${counts.duplicates} duplicates (${counts.explainedDuplicates} near a fault), ${result.violations.length} violations`);
     log(`report: ${join(args.reportDir, 'report.md')}`);

@@ -2,12 +2,15 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CHECKS, type CheckName, type CheckResult } from './checks.js';
 import type { ExecutedFault } from './nemesis.js';
+import type { ProducedEvent } from './producers.js';
+import type { Receipt } from './receivers.js';
 import { timelineSvg, type Milestones, type SecondOfRun } from './timeline.js';
 
 /**
  * The report of a run, in its directory: report.json (everything, for programs), report.md (for
- * people: the verdict, the counts, each violation with its evidence, the faults, the duplicates)
- * and timeline.svg. docs/nemesis.md says how to read them.
+ * people: the verdict, the counts, each violation with its evidence, the faults, the duplicates),
+ * timeline.svg, history.jsonl (every event sent and every request received) and logs/.
+ * docs/nemesis.md says how to read them.
  */
 
 export interface RunOptions {
@@ -100,8 +103,14 @@ function markdown(report: RunReport): string {
       lines.push(`| ${duplicate.eventId} | ${duplicate.kind} | ${duplicate.webhookIds.join(', ')} | ${duplicate.receiptsMs.map((ms) => seconds(ms)).join(', ')} | ${duplicate.explainedBy === null ? '**none**' : `#${duplicate.explainedBy}`} |`);
     }
   }
-  lines.push('', 'Node logs and their /metrics at the end: `logs/`. Everything above, and each second of the run: `report.json`.', '');
+  lines.push('', 'Node logs and their /metrics at the end: `logs/`. Everything above, and each second of the run: `report.json`; every event sent and every request received: `history.jsonl`.', '');
   return lines.join('\n');
+}
+
+/** Everything the checks read from the producers and the receivers, for a post-mortem. */
+export interface RunHistory {
+  events: readonly ProducedEvent[];
+  receipts: readonly Receipt[];
 }
 
 export interface RunLogs {
@@ -113,9 +122,11 @@ export interface RunLogs {
   run: readonly string[];
 }
 
-export function writeReport(dir: string, report: RunReport, logs: RunLogs): void {
+export function writeReport(dir: string, report: RunReport, history: RunHistory, logs: RunLogs): void {
   mkdirSync(join(dir, 'logs'), { recursive: true });
   writeFileSync(join(dir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+  // One record a line: a long run's history is tens of megabytes, and grep reads it line by line.
+  writeFileSync(join(dir, 'history.jsonl'), [...history.events.map((event) => JSON.stringify({ event })), ...history.receipts.map((receipt) => JSON.stringify({ receipt }))].join('\n') + '\n');
   writeFileSync(join(dir, 'report.md'), markdown(report));
   writeFileSync(join(dir, 'timeline.svg'), timelineSvg(report.faults, report.seconds, report.milestones, `Nemesis seed ${report.options.seed}: faults, throughput and latency`));
   for (const [nodeId, lines] of logs.nodes) writeFileSync(join(dir, 'logs', `${nodeId}.log`), `${lines.join('\n')}\n`);
