@@ -1,13 +1,16 @@
+import type { JetStreamManager } from '@nats-io/jetstream';
+import { partitionOf } from '../../src/sdk/partition.js';
 import type { DeliveryView, NodeView, Violation } from './checks.js';
 import type { NemesisNode } from './nodes.js';
+import type { ProducedEvent } from './producers.js';
 import type { Receipt } from './receivers.js';
-import type { NemesisSystem } from './setup.js';
+import { ADMIN_KEY, type NemesisSystem } from './setup.js';
 
 /**
  * What the checks read from the cluster after the heal: every delivery as each node's API lists it
  * (`GET /v1/logs/webhook-deliveries`, every page, every project), and for each violation the
  * evidence a reader needs: the delivery's attempts and transitions, the receipts and the node log
- * lines that name it.
+ * lines that name it, and for an event published over NATS where it stands in JetStream.
  */
 
 const PAGE = 250;
@@ -55,16 +58,63 @@ export async function readViews(system: NemesisSystem): Promise<NodeView[]> {
   return views;
 }
 
-/** Adds evidence to the first violations of each check: the delivery's story from the API, the receipts, the log lines. */
-export async function addEvidence(system: NemesisSystem, violations: Violation[], receipts: readonly Receipt[], startedAt: number): Promise<void> {
+/** Where the events published over NATS wait for the nodes: the stream, and each partition's durable consumer. */
+export interface IngestStream {
+  manager: JetStreamManager;
+  stream: string;
+  /** `<durable>-p<partition>` is a partition's consumer. */
+  durable: string;
+  partitions: number;
+}
+
+/**
+ * An event published over NATS, as JetStream and the nodes' rejected-events logs know it: whether
+ * its message is in the stream, and whether its partition's consumer has acknowledged it (below the
+ * ack floor: a node took it), is still to deliver it, or waits for its ack.
+ */
+async function natsEvidence(system: NemesisSystem, event: ProducedEvent, ingest: IngestStream): Promise<string[]> {
+  const lines: string[] = [];
+  const seq = event.natsSeq;
+  if (seq === null) return ['JetStream: no sequence recorded for it'];
+  const message = await ingest.manager.streams.getMessage(ingest.stream, { seq }).catch((error: unknown) => error as Error);
+  lines.push(message instanceof Error ? `JetStream: stream ${ingest.stream} seq ${seq}: ${message.message}` : `JetStream: stream ${ingest.stream} seq ${seq} on ${message?.subject ?? '?'}`);
+  const durable = `${ingest.durable}-p${partitionOf(event.project, ingest.partitions)}`;
+  const consumer = await ingest.manager.consumers.info(ingest.stream, durable).catch((error: unknown) => error as Error);
+  if (consumer instanceof Error) lines.push(`consumer ${durable}: ${consumer.message}`);
+  else {
+    const acked = seq <= consumer.ack_floor.stream_seq;
+    const where = acked ? 'at or below the ack floor: a node acknowledged it' : seq <= consumer.delivered.stream_seq ? 'delivered to a node, not acknowledged yet' : 'not delivered to any node yet';
+    lines.push(`consumer ${durable}: delivered up to ${consumer.delivered.stream_seq}, ack floor ${consumer.ack_floor.stream_seq}, ${consumer.num_pending} pending, ${consumer.num_ack_pending} awaiting ack, ${consumer.num_redelivered} redelivered; seq ${seq} is ${where}`);
+  }
+  for (const node of system.nodes) {
+    try {
+      const answer = await fetch(`${node.url}/admin/v1/rejected-events?limit=250`, { headers: { authorization: `Bearer ${ADMIN_KEY}` }, signal: AbortSignal.timeout(5_000) });
+      const { data } = (await answer.json()) as { data: Array<{ source: string; reason: string; message: string; payload: string }> };
+      for (const rejected of data) if (rejected.source.endsWith(`#${seq}`) || rejected.payload.includes(event.id)) lines.push(`${node.id} rejected it: ${rejected.reason}: ${rejected.message}`);
+    } catch (error) {
+      lines.push(`${node.id} rejected events: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+  return lines;
+}
+
+/**
+ * Adds evidence to the first violations of each check: the delivery's story from the API, where an
+ * event published over NATS stands in JetStream, the receipts, the log lines.
+ */
+export async function addEvidence(system: NemesisSystem, violations: Violation[], events: readonly ProducedEvent[], receipts: readonly Receipt[], startedAt: number, ingest: IngestStream): Promise<void> {
   const given = new Map<string, number>();
   const node = system.nodes[0]!;
   const logs = system.nodes.map((each) => ({ id: each.id, lines: each.logLines() }));
+  const byId = new Map(events.map((event) => [event.id, event]));
   for (const violation of violations) {
     const count = given.get(violation.check) ?? 0;
     if (count >= EVIDENCE_PER_CHECK || (!violation.eventId && !violation.deliveryId)) continue;
     given.set(violation.check, count + 1);
     const evidence: string[] = [];
+    const event = violation.eventId ? byId.get(violation.eventId) : undefined;
+    if (event) evidence.push(`producer: ${event.via}, first sent at ${event.sentAt - startedAt} ms, ${event.tries} tries, acknowledged at ${event.ackedAt === null ? 'never' : `${event.ackedAt - startedAt} ms`}${event.ackedBy ? ` by ${event.ackedBy}` : ''}${event.deliveryId ? ` as ${event.deliveryId}` : ''}`);
+    if (event?.via === 'nats') evidence.push(...(await natsEvidence(system, event, ingest)));
     const project = system.projects.find((each) => each.projectId === violation.project);
     if (project) {
       const client = system.client(node, project);

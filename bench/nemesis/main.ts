@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { parseDuration } from '../../src/config/duration.js';
 import { checkHistory, type Violation } from './checks.js';
@@ -10,7 +11,7 @@ import { healAll, runNemesis } from './nemesis.js';
 import { startProducer, type Producer } from './producers.js';
 import { writeReport, type RunOptions, type RunReport } from './report.js';
 import { planFaults } from './schedule.js';
-import { NATS_SERVERS, NODE_IDS, startSystem, type NemesisSystem } from './setup.js';
+import { INGEST, NATS_SERVERS, NODE_IDS, startSystem, type NemesisSystem } from './setup.js';
 import { firstReceipts, secondsOfRun } from './timeline.js';
 
 /**
@@ -161,7 +162,7 @@ async function run(args: Arguments): Promise<number> {
     const targets = system.nodes.map((node) => ({ id: node.id, url: node.url }));
     const common = { seed: args.seed, rate: args.rate, maxInFlight: MAX_IN_FLIGHT, projects: system.projects };
     producers.push(startProducer({ ...common, kind: 'http', targets }));
-    producers.push(startProducer({ ...common, kind: 'nats', nats: { connection, subjectPrefix: 'hookline.events', partitions: PARTITIONS } }));
+    producers.push(startProducer({ ...common, kind: 'nats', nats: { connection, subjectPrefix: INGEST.subjectPrefix, partitions: PARTITIONS } }));
     const nemesis = runNemesis(plan, system, startedAt, log);
 
     await pause(args.durationMs);
@@ -193,7 +194,7 @@ async function run(args: Arguments): Promise<number> {
     for (const route of await system.nats.routesBypassed()) otherViolations.push({ check: 'partition-bypassed', message: route });
     const window = { beforeMs: DELIVERY_TIMEOUT_MS + 1_000, afterMs: 2 * args.leaseMs + 5_000 };
     const result = checkHistory({ events, receipts, views, faults: nemesis.executed, startedAt, checkedAt, window, overdueMs: OVERDUE_MS, settled, otherViolations });
-    await addEvidence(system, result.violations, receipts, startedAt);
+    await addEvidence(system, result.violations, events, receipts, startedAt, { manager: await jetstreamManager(connection), stream: INGEST.stream, durable: INGEST.durable, partitions: PARTITIONS });
 
     const firstReceived = firstReceipts(receipts);
     const latencies = events.flatMap((event) => {

@@ -30,6 +30,8 @@ export interface ProducedEvent {
   ackedBy: string | null;
   /** The delivery id the acknowledgement named (http). */
   deliveryId: string | null;
+  /** The stream sequence JetStream stored it at (nats). */
+  natsSeq: number | null;
   lastError: string | null;
 }
 
@@ -99,7 +101,7 @@ export function startProducer(options: ProducerOptions): Producer {
       event.deliveryId = answer.deliveryId;
     } else {
       const { connection, subjectPrefix, partitions } = options.nats!;
-      await publishEvent(connection, project.projectId, body, { subjectPrefix, partitions, timeoutMs: NATS_TIMEOUT_MS });
+      event.natsSeq = (await publishEvent(connection, project.projectId, body, { subjectPrefix, partitions, timeoutMs: NATS_TIMEOUT_MS })).seq;
     }
     event.ackedAt = Date.now();
   };
@@ -107,7 +109,7 @@ export function startProducer(options: ProducerOptions): Producer {
   const produce = async (n: number) => {
     const project = options.projects[n % options.projects.length]!;
     const id = `evt_s${options.seed}_${options.kind}_${n}`;
-    const event: ProducedEvent = { id, project: project.projectId, via: options.kind, sentAt: Date.now(), tries: 0, ackedAt: null, ackedBy: null, deliveryId: null, lastError: null };
+    const event: ProducedEvent = { id, project: project.projectId, via: options.kind, sentAt: Date.now(), tries: 0, ackedAt: null, ackedBy: null, deliveryId: null, natsSeq: null, lastError: null };
     events.set(id, event);
     const body = { id, type: 'service.trigger.event' as const, data: { n, via: options.kind } };
     while (!givenUp) {

@@ -15,6 +15,8 @@ import { RECEIVER_BEHAVIOURS, startNemesisReceiver, type NemesisReceiver } from 
 export const NODE_IDS = ['node-1', 'node-2', 'node-3'] as const;
 export const NATS_SERVERS = ['n1', 'n2', 'n3'] as const;
 export const ADMIN_KEY = 'nemesis-admin-key';
+/** The ingest stream, its subjects and its durable consumers' name: Hookline's defaults, which the nodes keep. */
+export const INGEST = { stream: 'HOOKLINE_EVENTS', subjectPrefix: 'hookline.events', durable: 'hookline' } as const;
 /** Projects per receiver behaviour. */
 const PROJECTS_PER_BEHAVIOUR = 3;
 /** How long a node may take to serve after a start (NATS may be electing, or one server down). */
