@@ -212,6 +212,7 @@ async function run(args: Arguments): Promise<number> {
       result,
       latency: { p50Ms: quantile(latencies, 0.5), p99Ms: quantile(latencies, 0.99), maxMs: latencies.at(-1) ?? null },
       shed: Object.fromEntries(producers.map((producer) => [producer.kind, producer.shed])),
+      failedStarts: system.nodes.flatMap((node) => node.startFailures().map((failure) => ({ nodeId: node.id, atMs: failure.at - startedAt, reason: failure.reason }))),
       window,
       seconds: secondsOfRun(events, receipts, startedAt, checkedAt - startedAt),
     };

@@ -35,6 +35,8 @@ export interface NemesisNode {
   resume(): void;
   /** Every stdout line of every process this node ran, a marker line before each start, its stderr after. */
   logLines(): string[];
+  /** Starts that did not serve: when each began, and why it failed (the start's error, up to its log lines). */
+  startFailures(): Array<{ at: number; reason: string }>;
   /** Exits nobody asked for: when, and how. */
   readonly unexpectedExits: ReadonlyArray<{ at: number; code: number | null; signal: string | null; stderr: string }>;
 }
@@ -128,6 +130,9 @@ export async function makeNodes(options: NodeOptions): Promise<NemesisNode[]> {
           ...(lifetime.child && lifetime.child.stderr() !== '' ? [`--- ${id} stderr:`, lifetime.child.stderr()] : []),
           ...(lifetime.failure ? [`--- start failed: ${lifetime.failure}`] : []),
         ]);
+      },
+      startFailures() {
+        return lifetimes.flatMap((lifetime) => (lifetime.failure ? [{ at: lifetime.startedAt, reason: lifetime.failure.split('\nlast ')[0]!.trim() }] : []));
       },
       unexpectedExits,
     };

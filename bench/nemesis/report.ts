@@ -34,6 +34,12 @@ export interface RunReport {
   latency: { p50Ms: number | null; p99Ms: number | null; maxMs: number | null };
   /** Events the producers did not send because too many waited for their ack. */
   shed: Record<string, number>;
+  /**
+   * Node starts that did not serve (a restart after a kill, or at the heal): not a check, since a
+   * supervisor starts a node again, but each is worth reading (a start that gives up while NATS
+   * elects a leader, say).
+   */
+  failedStarts: Array<{ nodeId: string; atMs: number; reason: string }>;
   /** The duplicate window: how far before a fault began and after it ended a first receipt may lie. */
   window: { beforeMs: number; afterMs: number };
   seconds: readonly SecondOfRun[];
@@ -91,6 +97,9 @@ function markdown(report: RunReport): string {
     const kind = `${fault.kind}${fault.latencyMs ? ` (+${fault.latencyMs} ms)` : ''}`;
     lines.push(`| ${fault.id} | ${kind} | ${fault.target} | ${seconds(fault.atMs)} for ${seconds(fault.durationMs)} | ${seconds(fault.startedMs)} | ${seconds(fault.endedMs)} | ${fault.note ?? ''} |`);
   }
+  lines.push('', '## Node starts that failed', '');
+  if (report.failedStarts.length === 0) lines.push('None.');
+  for (const start of report.failedStarts) lines.push(`- ${start.nodeId}, started at ${seconds(start.atMs)}: ${start.reason.replaceAll('\n', ' ')}`);
   lines.push('', '## Duplicates', '');
   lines.push(
     `A duplicate is an event its receiver answered 2xx more than once: under one webhook-id (a delivery sent again) or under two (two deliveries of one event). Each is explained by the first fault whose window, from ${seconds(report.window.beforeMs)} before it began to ${seconds(report.window.afterMs)} after it ended, holds the first receipt; one no fault explains is a violation.`,

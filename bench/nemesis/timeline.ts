@@ -130,11 +130,16 @@ export function timelineSvg(faults: readonly ExecutedFault[], seconds: readonly 
       parts.push(`<text x="${LEFT - 8}" y="${y(tick) + 4}" text-anchor="end">${fixed(tick)}${unit}</text>`);
     }
     series.forEach((each, index) => {
-      const points: string[] = [];
+      // A line per run of seconds with a value: a second without one (nothing delivered) breaks it.
+      const runs: string[][] = [[]];
       each.values.forEach((value, second) => {
-        if (value !== null) points.push(`${x(second * 1000 + 500)},${y(value)}`);
+        if (value === null) runs.push([]);
+        else runs[runs.length - 1]!.push(`${x(second * 1000 + 500)},${y(value)}`);
       });
-      if (points.length > 0) parts.push(`<polyline points="${points.join(' ')}" fill="none" stroke="${each.colour}" stroke-width="1.5"/>`);
+      for (const points of runs) {
+        if (points.length === 1) parts.push(`<circle cx="${points[0]!.split(',')[0]}" cy="${points[0]!.split(',')[1]}" r="1.5" fill="${each.colour}"/>`);
+        else if (points.length > 1) parts.push(`<polyline points="${points.join(' ')}" fill="none" stroke="${each.colour}" stroke-width="1.5"/>`);
+      }
       const legendX = WIDTH - RIGHT - 160 + index * 80;
       parts.push(`<rect x="${legendX}" y="${top - 17}" width="12" height="3" fill="${each.colour}"/>`);
       parts.push(`<text x="${legendX + 16}" y="${top - 12}" font-size="11">${escapeXml(each.name)}</text>`);
