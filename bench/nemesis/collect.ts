@@ -1,5 +1,7 @@
 import type { JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { partitionOf } from '../../src/sdk/partition.js';
+import { changelogEvidence } from './changelog-evidence.js';
 import type { DeliveryView, NodeView, Violation } from './checks.js';
 import type { NemesisNode } from './nodes.js';
 import type { ProducedEvent } from './producers.js';
@@ -60,6 +62,8 @@ export async function readViews(system: NemesisSystem): Promise<NodeView[]> {
 
 /** Where the events published over NATS wait for the nodes: the stream, and each partition's durable consumer. */
 export interface IngestStream {
+  /** The producers' connection: it reads the changelog too. */
+  connection: NatsConnection;
   manager: JetStreamManager;
   stream: string;
   /** `<durable>-p<partition>` is a partition's consumer. */
@@ -100,7 +104,8 @@ async function natsEvidence(system: NemesisSystem, event: ProducedEvent, ingest:
 
 /**
  * Adds evidence to the first violations of each check: the delivery's story from the API, where an
- * event published over NATS stands in JetStream, the receipts, the log lines.
+ * event published over NATS stands in JetStream, what its partition's changelog holds of it, the
+ * receipts, the log lines.
  */
 export async function addEvidence(system: NemesisSystem, violations: Violation[], events: readonly ProducedEvent[], receipts: readonly Receipt[], startedAt: number, ingest: IngestStream): Promise<void> {
   const given = new Map<string, number>();
@@ -115,6 +120,10 @@ export async function addEvidence(system: NemesisSystem, violations: Violation[]
     const event = violation.eventId ? byId.get(violation.eventId) : undefined;
     if (event) evidence.push(`producer: ${event.via}, first sent at ${event.sentAt - startedAt} ms, ${event.tries} tries, acknowledged at ${event.ackedAt === null ? 'never' : `${event.ackedAt - startedAt} ms`}${event.ackedBy ? ` by ${event.ackedBy}` : ''}${event.deliveryId ? ` as ${event.deliveryId}` : ''}`);
     if (event?.via === 'nats') evidence.push(...(await natsEvidence(system, event, ingest)));
+    if (event) {
+      const partition = partitionOf(event.project, ingest.partitions);
+      evidence.push(...(await changelogEvidence(ingest.connection, partition, event.id, startedAt).catch((error: unknown) => [`changelog of partition ${partition}: ${error instanceof Error ? error.message : String(error)}`])));
+    }
     const project = system.projects.find((each) => each.projectId === violation.project);
     if (project) {
       const client = system.client(node, project);

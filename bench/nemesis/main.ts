@@ -194,7 +194,7 @@ async function run(args: Arguments): Promise<number> {
     for (const route of await system.nats.routesBypassed()) otherViolations.push({ check: 'partition-bypassed', message: route });
     const window = { beforeMs: DELIVERY_TIMEOUT_MS + 1_000, afterMs: 2 * args.leaseMs + 5_000 };
     const result = checkHistory({ events, receipts, views, faults: nemesis.executed, startedAt, checkedAt, window, overdueMs: OVERDUE_MS, settled, otherViolations });
-    await addEvidence(system, result.violations, events, receipts, startedAt, { manager: await jetstreamManager(connection), stream: INGEST.stream, durable: INGEST.durable, partitions: PARTITIONS });
+    await addEvidence(system, result.violations, events, receipts, startedAt, { connection, manager: await jetstreamManager(connection), stream: INGEST.stream, durable: INGEST.durable, partitions: PARTITIONS });
 
     const firstReceived = firstReceipts(receipts);
     const latencies = events.flatMap((event) => {
