@@ -42,8 +42,6 @@ export interface ScheduleOptions {
 /** How long the cluster runs before the first fault, and stays quiet after the last, at most. */
 const QUIET_START_MS = 5_000;
 const QUIET_END_MS = 3_000;
-/** A fault shortened to fit before the end is dropped below this. */
-const SHORTEST_FAULT_MS = 1_000;
 
 const between = (prng: Prng, min: number, max: number) => prng.int(Math.round(min), Math.round(max));
 
@@ -80,10 +78,10 @@ export function planFaults(seed: number, options: ScheduleOptions): PlannedFault
   for (const lane of lanes) {
     for (;;) {
       const fault = lane.draw(prng, options);
-      const durationMs = Math.min(fault.durationMs, endBy - lane.at);
-      if (durationMs < SHORTEST_FAULT_MS) break;
-      planned.push({ ...fault, atMs: lane.at, durationMs });
-      lane.at += durationMs + between(prng, lane.gap[0], lane.gap[1]);
+      // Whole or not at all: a pause cut short would not outlast the lease.
+      if (lane.at + fault.durationMs > endBy) break;
+      planned.push({ ...fault, atMs: lane.at });
+      lane.at += fault.durationMs + between(prng, lane.gap[0], lane.gap[1]);
     }
   }
   return planned.sort((a, b) => a.atMs - b.atMs).map((fault, index) => ({ id: index + 1, ...fault }));
