@@ -22,6 +22,7 @@ export const CHECKS = {
   'unexpected-exit': 'a node process exited that the nemesis did not kill',
   'not-settled': 'delivery had not settled when the wait for it ended',
   'partition-bypassed': 'a NATS route went around the link proxies, so the partitions were not real (a fault of the nemesis, not of Hookline)',
+  'stream-sequence-reused': 'JetStream acknowledged two events at the same stream sequence: the ingest stream lost acknowledged messages (a fault of NATS, not of Hookline)',
 } as const;
 
 export type CheckName = keyof typeof CHECKS;
@@ -141,6 +142,11 @@ export function checkHistory(input: CheckInput): CheckResult {
   for (const receipt of input.receipts) {
     if (!receipt.verified) violations.push({ check: 'unverified-receipt', message: `${receipt.webhookId} for ${receipt.eventId} at ${sinceStart(receipt.receivedAt)} ms did not verify`, eventId: receipt.eventId, deliveryId: receipt.webhookId, project: receipt.project });
     if (!sent.has(receipt.eventId)) violations.push({ check: 'unknown-event', message: `${receipt.webhookId} carried event ${JSON.stringify(receipt.eventId)}, which no producer sent`, deliveryId: receipt.webhookId, project: receipt.project });
+  }
+
+  const bySequence = groupBy(input.events.filter((event) => event.natsSeq !== null && event.ackedAt !== null), (event) => String(event.natsSeq));
+  for (const [seq, group] of bySequence) {
+    if (group.length > 1) violations.push({ check: 'stream-sequence-reused', message: `JetStream acknowledged ${group.map((event) => `${event.id} at ${sinceStart(event.ackedAt!)} ms`).join(' and ')} all at stream sequence ${seq}`, eventId: group[group.length - 1]!.id, project: group[group.length - 1]!.project });
   }
 
   const [reference, ...others] = input.views;

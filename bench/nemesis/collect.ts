@@ -81,7 +81,11 @@ async function natsEvidence(system: NemesisSystem, event: ProducedEvent, ingest:
   const seq = event.natsSeq;
   if (seq === null) return ['JetStream: no sequence recorded for it'];
   const message = await ingest.manager.streams.getMessage(ingest.stream, { seq }).catch((error: unknown) => error as Error);
-  lines.push(message instanceof Error ? `JetStream: stream ${ingest.stream} seq ${seq}: ${message.message}` : `JetStream: stream ${ingest.stream} seq ${seq} on ${message?.subject ?? '?'}`);
+  const holder = message instanceof Error || !message ? null : message.header?.get('Nats-Msg-Id') ?? null;
+  lines.push(message instanceof Error || !message ? `JetStream: stream ${ingest.stream} seq ${seq}: ${message instanceof Error ? message.message : 'no message'}` : `JetStream: stream ${ingest.stream} seq ${seq} holds ${holder === event.id ? 'this event' : `${holder ?? 'a message without an id'}, not this event`}, on ${message.subject}`);
+  // A stream whose last sequence is below what was acknowledged into it lost messages (its leader moved back).
+  const state = await ingest.manager.streams.info(ingest.stream).then((info) => info.state, (error: unknown) => error as Error);
+  if (!(state instanceof Error)) lines.push(`JetStream: stream ${ingest.stream} holds ${state.messages} messages, seq ${state.first_seq} to ${state.last_seq}`);
   const durable = `${ingest.durable}-p${partitionOf(event.project, ingest.partitions)}`;
   const consumer = await ingest.manager.consumers.info(ingest.stream, durable).catch((error: unknown) => error as Error);
   if (consumer instanceof Error) lines.push(`consumer ${durable}: ${consumer.message}`);

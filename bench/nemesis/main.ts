@@ -218,6 +218,7 @@ async function run(args: Arguments): Promise<number> {
     };
     writeReport(args.reportDir, report, { events, receipts }, { nodes: new Map(system.nodes.map((node) => [node.id, node.logLines()])), metrics: await readMetrics(system), run: runLog });
     const { counts } = result;
+    log(`JetStream acknowledged ${events.filter((event) => event.natsSeq !== null).length} NATS events, up to stream sequence ${Math.max(0, ...events.map((event) => event.natsSeq ?? 0))}`);
     log(`${counts.acked} acknowledged of ${counts.sent} sent, ${counts.deliveredEvents} received, ${counts.duplicates} duplicates (${counts.explainedDuplicates} near a fault), ${result.violations.length} violations`);
     log(`report: ${join(args.reportDir, 'report.md')}`);
     if (result.violations.length === 0) return 0;

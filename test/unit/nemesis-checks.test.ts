@@ -107,6 +107,13 @@ describe('checkHistory', () => {
     expect(result.violations.map((violation) => violation.check).sort()).toEqual(['unknown-event', 'unverified-receipt']);
   });
 
+  it('tells NATS losing acknowledged messages apart: two events acknowledged at one stream sequence', () => {
+    const first = { ...event('evt_1', 10), natsSeq: 7 };
+    const reused = { ...event('evt_2', 5_000), natsSeq: 7 };
+    const result = checkHistory(input({ events: [first, reused], receipts: [receipt('evt_1', 'dlv_1', 20)], deliveries: [delivery('dlv_1', 'evt_1', 'succeeded')] }));
+    expect(result.violations.map((violation) => `${violation.check} ${violation.eventId}`).sort()).toEqual(['acked-delivery-unknown evt_2', 'acked-lost evt_2', 'stream-sequence-reused evt_2']);
+  });
+
   it('takes a retrying delivery due soon for scheduled, one long overdue for stuck', () => {
     const checkedAt = T0 + 100_000;
     const result = checkHistory(input({ events: [], receipts: [], deliveries: [delivery('dlv_soon', 'evt_a', 'retrying', 3, checkedAt + 5_000), delivery('dlv_stuck', 'evt_b', 'retrying', 3, checkedAt - 60_000)] }));
