@@ -62,8 +62,12 @@ export interface Duplicate {
   webhookIds: string[];
   /** The 2xx receipts, from the start of the run (ms). */
   receiptsMs: number[];
-  /** The fault whose window holds the first receipt, or null. */
-  explainedBy: number | null;
+  /**
+   * The fault whose window holds the first receipt; `sender-timeout` when the first reached its
+   * receiver after its sender had given that attempt up, so the retry was due; null when nothing
+   * explains it.
+   */
+  explainedBy: number | 'sender-timeout' | null;
 }
 
 export interface DuplicateWindow {
@@ -84,6 +88,8 @@ export interface CheckInput {
   window: DuplicateWindow;
   /** A `retrying` delivery due longer ago than this is not scheduled but stuck. */
   overdueMs: number;
+  /** The nodes' HOOKLINE_DELIVERY_TIMEOUT: an attempt received later than this after it was signed had been given up. */
+  senderTimeoutMs: number;
   settled: boolean;
   /** Problems found outside the history: unexpected exits, bypassed routes. */
   otherViolations: readonly Violation[];
@@ -200,7 +206,10 @@ export function checkHistory(input: CheckInput): CheckResult {
   const noteDuplicate = (kind: Duplicate['kind'], eventId: string, group: readonly Receipt[]) => {
     const ordered = [...group].sort((a, b) => a.receivedAt - b.receivedAt);
     const receiptsMs = ordered.map((receipt) => sinceStart(receipt.receivedAt));
-    const explainedBy = faultNear(receiptsMs[0]!, input.faults, input.window, endMs);
+    const first = ordered[0]!;
+    // webhook-timestamp is in whole seconds: a second's slack.
+    const senderGaveUp = first.receivedAt - first.signedAt > input.senderTimeoutMs + 1_000;
+    const explainedBy = faultNear(receiptsMs[0]!, input.faults, input.window, endMs) ?? (senderGaveUp ? 'sender-timeout' : null);
     const webhookIds = [...new Set(ordered.map((receipt) => receipt.webhookId))];
     duplicates.push({ kind, eventId, webhookIds, receiptsMs, explainedBy });
     if (explainedBy === null) {

@@ -12,6 +12,7 @@ import { startProducer, type Producer } from './producers.js';
 import { writeReport, type RunOptions, type RunReport } from './report.js';
 import { planFaults } from './schedule.js';
 import { INGEST, NATS_SERVERS, NODE_IDS, startSystem, type NemesisSystem } from './setup.js';
+import { watchLoopLag } from './loop-lag.js';
 import { firstReceipts, secondsOfRun } from './timeline.js';
 
 /**
@@ -159,6 +160,7 @@ async function run(args: Arguments): Promise<number> {
     log(`schedule: ${plan.length} faults`);
 
     startedAt = Date.now();
+    const loopLag = watchLoopLag(startedAt);
     const targets = system.nodes.map((node) => ({ id: node.id, url: node.url }));
     const common = { seed: args.seed, rate: args.rate, maxInFlight: MAX_IN_FLIGHT, projects: system.projects };
     producers.push(startProducer({ ...common, kind: 'http', targets }));
@@ -193,7 +195,7 @@ async function run(args: Arguments): Promise<number> {
     }
     for (const route of await system.nats.routesBypassed()) otherViolations.push({ check: 'partition-bypassed', message: route });
     const window = { beforeMs: DELIVERY_TIMEOUT_MS + 1_000, afterMs: 2 * args.leaseMs + 5_000 };
-    const result = checkHistory({ events, receipts, views, faults: nemesis.executed, startedAt, checkedAt, window, overdueMs: OVERDUE_MS, settled, otherViolations });
+    const result = checkHistory({ events, receipts, views, faults: nemesis.executed, startedAt, checkedAt, window, overdueMs: OVERDUE_MS, senderTimeoutMs: DELIVERY_TIMEOUT_MS, settled, otherViolations });
     await addEvidence(system, result.violations, events, receipts, startedAt, { connection, manager: await jetstreamManager(connection), stream: INGEST.stream, durable: INGEST.durable, partitions: PARTITIONS });
 
     const firstReceived = firstReceipts(receipts);
@@ -201,6 +203,9 @@ async function run(args: Arguments): Promise<number> {
       const first = firstReceived.get(event.id);
       return event.ackedAt === null || first === undefined ? [] : [Math.max(0, first - event.ackedAt)];
     }).sort((a, b) => a - b);
+    loopLag.stop();
+    const worstLag = loopLag.perSecond.reduce((worst, lagMs, second) => (lagMs > worst.lagMs ? { lagMs, second } : worst), { lagMs: 0, second: 0 });
+    log(`the nemesis's own event loop stalled ${worstLag.lagMs} ms at worst (second ${worstLag.second})`);
     const options: RunOptions = { seed: args.seed, durationMs: args.durationMs, ratePerProducer: args.rate, leaseMs: args.leaseMs, partitions: PARTITIONS, settleMs: args.settleMs };
     const report: RunReport = {
       options,
@@ -214,7 +219,7 @@ async function run(args: Arguments): Promise<number> {
       shed: Object.fromEntries(producers.map((producer) => [producer.kind, producer.shed])),
       failedStarts: system.nodes.flatMap((node) => node.startFailures().map((failure) => ({ nodeId: node.id, atMs: failure.at - startedAt, reason: failure.reason }))),
       window,
-      seconds: secondsOfRun(events, receipts, startedAt, checkedAt - startedAt),
+      seconds: secondsOfRun(events, receipts, startedAt, checkedAt - startedAt, loopLag.perSecond),
     };
     writeReport(args.reportDir, report, { events, receipts }, { nodes: new Map(system.nodes.map((node) => [node.id, node.logLines()])), metrics: await readMetrics(system), run: runLog });
     const { counts } = result;

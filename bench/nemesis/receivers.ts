@@ -21,6 +21,8 @@ export interface Receipt {
   /** The event id in the envelope. */
   eventId: string;
   verified: boolean;
+  /** Its `webhook-timestamp`, when the sender signed this attempt (epoch ms, to the second). */
+  signedAt: number;
   /** When its body had arrived (epoch ms). */
   receivedAt: number;
   /** What the receiver answered, and when. */
@@ -68,6 +70,7 @@ export async function startNemesisReceiver(behaviour: ReceiverBehaviour): Promis
         webhookId: delivery.webhookId,
         eventId: delivery.envelope.id,
         verified: delivery.verified,
+        signedAt: Number(delivery.webhookTimestamp) * 1000,
         receivedAt: delivery.receivedAt,
         status: answers[index]?.status ?? 0,
         answeredAt: answers[index]?.answeredAt ?? 0,

@@ -76,6 +76,7 @@ function markdown(report: RunReport): string {
     `| deliveries listed | ${counts.deliveries} (${Object.entries(counts.byStatus).map(([status, count]) => `${status} ${count}`).join(', ')}) |`,
     `| duplicates | ${counts.duplicates} (${counts.explainedDuplicates} inside a fault's window) |`,
     `| latency, ack to first receipt | median ${seconds(report.latency.p50Ms)}, p99 ${seconds(report.latency.p99Ms)}, max ${seconds(report.latency.maxMs)} |`,
+    `| the nemesis's own longest stall (its proxies and receivers stop meanwhile) | ${Math.max(0, ...report.seconds.map((second) => second.nemesisLagMs))} ms |`,
     '',
     '## Checks',
     '',
@@ -102,14 +103,14 @@ function markdown(report: RunReport): string {
   for (const start of report.failedStarts) lines.push(`- ${start.nodeId}, started at ${seconds(start.atMs)}: ${start.reason.replaceAll('\n', ' ')}`);
   lines.push('', '## Duplicates', '');
   lines.push(
-    `A duplicate is an event its receiver answered 2xx more than once: under one webhook-id (a delivery sent again) or under two (two deliveries of one event). Each is explained by the first fault whose window, from ${seconds(report.window.beforeMs)} before it began to ${seconds(report.window.afterMs)} after it ended, holds the first receipt; one no fault explains is a violation.`,
+    `A duplicate is an event its receiver answered 2xx more than once: under one webhook-id (a delivery sent again) or under two (two deliveries of one event). Each is explained by the first fault whose window, from ${seconds(report.window.beforeMs)} before it began to ${seconds(report.window.afterMs)} after it ended, holds the first receipt, or by its sender's timeout when the first receipt came after the sender had given that attempt up; one nothing explains is a violation.`,
     '',
   );
   if (result.duplicates.length === 0) lines.push('None.');
   else {
     lines.push('| event | kind | webhook-ids | receipts | fault |', '|---|---|---|---|---|');
     for (const duplicate of result.duplicates) {
-      lines.push(`| ${duplicate.eventId} | ${duplicate.kind} | ${duplicate.webhookIds.join(', ')} | ${duplicate.receiptsMs.map((ms) => seconds(ms)).join(', ')} | ${duplicate.explainedBy === null ? '**none**' : `#${duplicate.explainedBy}`} |`);
+      lines.push(`| ${duplicate.eventId} | ${duplicate.kind} | ${duplicate.webhookIds.join(', ')} | ${duplicate.receiptsMs.map((ms) => seconds(ms)).join(', ')} | ${duplicate.explainedBy === null ? '**none**' : duplicate.explainedBy === 'sender-timeout' ? 'sender timed out' : `#${duplicate.explainedBy}`} |`);
     }
   }
   lines.push('', 'Node logs and their /metrics at the end: `logs/`. Everything above, and each second of the run: `report.json`; every event sent and every request received: `history.jsonl`.', '');

@@ -18,6 +18,8 @@ export interface SecondOfRun {
   /** Acknowledgement to first receipt of those events, ms: median and highest; null when none. */
   latencyP50Ms: number | null;
   latencyMaxMs: number | null;
+  /** How late the nemesis's own event loop ran at worst in this second (loop-lag.ts), ms. */
+  nemesisLagMs: number;
 }
 
 /** Moments worth a line across the picture, from the start of the run (ms). */
@@ -38,8 +40,8 @@ export function firstReceipts(receipts: readonly Receipt[]): Map<string, number>
   return first;
 }
 
-export function secondsOfRun(events: readonly ProducedEvent[], receipts: readonly Receipt[], startedAt: number, endMs: number): SecondOfRun[] {
-  const seconds: SecondOfRun[] = Array.from({ length: Math.ceil(endMs / 1000) + 1 }, (_, second) => ({ second, acked: 0, delivered: 0, latencyP50Ms: null, latencyMaxMs: null }));
+export function secondsOfRun(events: readonly ProducedEvent[], receipts: readonly Receipt[], startedAt: number, endMs: number, loopLagMs: readonly number[]): SecondOfRun[] {
+  const seconds: SecondOfRun[] = Array.from({ length: Math.ceil(endMs / 1000) + 1 }, (_, second) => ({ second, acked: 0, delivered: 0, latencyP50Ms: null, latencyMaxMs: null, nemesisLagMs: loopLagMs[second] ?? 0 }));
   const bucket = (epochMs: number) => seconds[Math.min(seconds.length - 1, Math.max(0, Math.floor((epochMs - startedAt) / 1000)))]!;
   const firstReceipt = firstReceipts(receipts);
   const latencies = new Map<SecondOfRun, number[]>();
@@ -140,7 +142,7 @@ export function timelineSvg(faults: readonly ExecutedFault[], seconds: readonly 
         if (points.length === 1) parts.push(`<circle cx="${points[0]!.split(',')[0]}" cy="${points[0]!.split(',')[1]}" r="1.5" fill="${each.colour}"/>`);
         else if (points.length > 1) parts.push(`<polyline points="${points.join(' ')}" fill="none" stroke="${each.colour}" stroke-width="1.5"/>`);
       }
-      const legendX = WIDTH - RIGHT - 160 + index * 80;
+      const legendX = WIDTH - RIGHT - 250 + index * 80;
       parts.push(`<rect x="${legendX}" y="${top - 17}" width="12" height="3" fill="${each.colour}"/>`);
       parts.push(`<text x="${legendX + 16}" y="${top - 12}" font-size="11">${escapeXml(each.name)}</text>`);
     });
@@ -152,6 +154,7 @@ export function timelineSvg(faults: readonly ExecutedFault[], seconds: readonly 
   chart(latencyTop, 'Latency, ack to first receipt (s)', [
     { name: 'median', colour: '#2ca02c', values: seconds.map((second) => (second.latencyP50Ms === null ? null : second.latencyP50Ms / 1000)) },
     { name: 'max', colour: '#d62728', values: seconds.map((second) => (second.latencyMaxMs === null ? null : second.latencyMaxMs / 1000)) },
+    { name: 'nemesis stall', colour: '#7f7f7f', values: seconds.map((second) => second.nemesisLagMs / 1000) },
   ], '');
 
   const marks = [['producers stop', milestones.producersStoppedMs], ['healed', milestones.healedMs], ['settled', milestones.settledMs]] as const;

@@ -36,8 +36,8 @@ function event(id: string, ackedAtMs: number | null, deliveryId: string | null =
   return { id, project: 'prj_a', via: deliveryId ? 'http' : 'nats', sentAt: T0, tries: 1, ackedAt: ackedAtMs === null ? null : T0 + ackedAtMs, ackedBy: deliveryId ? 'node-1' : null, deliveryId, natsSeq: null, lastError: null };
 }
 
-function receipt(eventId: string, webhookId: string, atMs: number, status = 200, verified = true): Receipt {
-  return { project: 'prj_a', webhookId, eventId, verified, receivedAt: T0 + atMs, status, answeredAt: T0 + atMs };
+function receipt(eventId: string, webhookId: string, atMs: number, status = 200, verified = true, signedMs = atMs): Receipt {
+  return { project: 'prj_a', webhookId, eventId, verified, signedAt: T0 + Math.floor(signedMs / 1000) * 1000, receivedAt: T0 + atMs, status, answeredAt: T0 + atMs };
 }
 
 function delivery(id: string, eventId: string, status: string, attempts = 1, nextAttemptAt: number | null = null): DeliveryView {
@@ -62,6 +62,7 @@ function input(history: { events: ProducedEvent[]; receipts: Receipt[]; deliveri
     checkedAt: T0 + 100_000,
     window: { beforeMs: 6_000, afterMs: 11_000 },
     overdueMs: 10_000,
+    senderTimeoutMs: 5_000,
     settled: true,
     otherViolations: [],
   };
@@ -100,6 +101,13 @@ describe('checkHistory', () => {
       { kind: 'event', eventId: 'evt_far', explainedBy: null },
     ]);
     expect(result.violations.map((violation) => violation.check)).toEqual(['duplicate-outside-faults']);
+  });
+
+  it('explains a duplicate whose first copy arrived after its sender had given the attempt up (timed out) by that timeout', () => {
+    const receipts = [receipt('evt_slow', 'dlv_slow', 60_000, 200, true, 52_000), receipt('evt_slow', 'dlv_slow', 70_000)];
+    const result = checkHistory(input({ events: [event('evt_slow', 10)], receipts, deliveries: [delivery('dlv_slow', 'evt_slow', 'succeeded', 2)] }));
+    expect(result.duplicates.map((duplicate) => duplicate.explainedBy)).toEqual(['sender-timeout']);
+    expect(result.violations).toEqual([]);
   });
 
   it('refuses a receipt whose signature did not verify, and one of an event nobody sent', () => {
