@@ -131,6 +131,11 @@ export async function addEvidence(system: NemesisSystem, violations: Violation[]
     const project = system.projects.find((each) => each.projectId === violation.project);
     if (project) {
       const client = system.client(node, project);
+      if (violation.eventId) {
+        // An event stored without a delivery is answered as a repeat when it comes again: it would explain a loss.
+        const stored = await client.getEvent(violation.eventId, { signal: AbortSignal.timeout(10_000) }).then((found) => `stored, accepted at ${found.createdAt}`, (error: unknown) => (error as { code?: string }).code ?? String(error));
+        evidence.push(`API: event ${violation.eventId}: ${stored}`);
+      }
       try {
         const ids = violation.deliveryId ? [violation.deliveryId] : (await client.listDeliveriesPage({ eventId: violation.eventId!, limit: 10 }, { signal: AbortSignal.timeout(10_000) })).data.map((each) => each.id);
         if (ids.length === 0) evidence.push(`API: no delivery for event ${violation.eventId}`);
