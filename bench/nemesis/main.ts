@@ -13,6 +13,7 @@ import { writeReport, type RunOptions, type RunReport } from './report.js';
 import { planFaults } from './schedule.js';
 import { INGEST, NATS_SERVERS, NODE_IDS, startSystem, type NemesisSystem } from './setup.js';
 import { watchLoopLag } from './loop-lag.js';
+import { ownershipTrouble, readOwnership } from './ownership.js';
 import { firstReceipts, secondsOfRun } from './timeline.js';
 
 /**
@@ -196,6 +197,10 @@ async function run(args: Arguments): Promise<number> {
     for (const route of await system.nats.routesBypassed()) otherViolations.push({ check: 'partition-bypassed', message: route });
     const window = { beforeMs: DELIVERY_TIMEOUT_MS + 1_000, afterMs: 2 * args.leaseMs + 5_000 };
     const result = checkHistory({ events, receipts, views, faults: nemesis.executed, startedAt, checkedAt, window, overdueMs: OVERDUE_MS, senderTimeoutMs: DELIVERY_TIMEOUT_MS, settled, otherViolations });
+    // Who owns what at the end: the evidence of a partition without a reachable owner, or still at work.
+    const ownership = await readOwnership(connection, system.nodes, PARTITIONS).catch((error: unknown) => error as Error);
+    const trouble = ownership instanceof Error ? [`ownership not read: ${ownership.message}`] : ownershipTrouble(ownership);
+    for (const violation of result.violations) if ((violation.check === 'node-unreadable' || violation.check === 'not-settled') && trouble.length > 0) violation.evidence = trouble;
     await addEvidence(system, result.violations, events, receipts, startedAt, { connection, manager: await jetstreamManager(connection), stream: INGEST.stream, durable: INGEST.durable, partitions: PARTITIONS });
 
     const firstReceived = firstReceipts(receipts);
@@ -217,6 +222,7 @@ async function run(args: Arguments): Promise<number> {
       result,
       latency: { p50Ms: quantile(latencies, 0.5), p99Ms: quantile(latencies, 0.99), maxMs: latencies.at(-1) ?? null },
       shed: Object.fromEntries(producers.map((producer) => [producer.kind, producer.shed])),
+      ownership: ownership instanceof Error ? [] : ownership,
       failedStarts: system.nodes.flatMap((node) => node.startFailures().map((failure) => ({ nodeId: node.id, atMs: failure.at - startedAt, reason: failure.reason }))),
       window,
       seconds: secondsOfRun(events, receipts, startedAt, checkedAt - startedAt, loopLag.perSecond),

@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CHECKS, type CheckName, type CheckResult } from './checks.js';
 import type { ExecutedFault } from './nemesis.js';
+import type { PartitionOwnership } from './ownership.js';
 import type { ProducedEvent } from './producers.js';
 import type { Receipt } from './receivers.js';
 import { timelineSvg, type Milestones, type SecondOfRun } from './timeline.js';
@@ -40,6 +41,8 @@ export interface RunReport {
    * elects a leader, say).
    */
   failedStarts: Array<{ nodeId: string; atMs: number; reason: string }>;
+  /** Each partition's lease holder (KV) and the nodes serving it (/healthz), read once the checks began. */
+  ownership: readonly PartitionOwnership[];
   /** The duplicate window: how far before a fault began and after it ended a first receipt may lie. */
   window: { beforeMs: number; afterMs: number };
   seconds: readonly SecondOfRun[];
