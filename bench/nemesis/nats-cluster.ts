@@ -1,7 +1,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort, natsServerProcess, type NatsServerProcess } from '../../test/helpers/nats.js';
+import { natsServerProcess, type NatsServerProcess } from '../../test/helpers/nats.js';
 import { startLinkProxy, type LinkProxy } from './link-proxy.js';
+import { reservePorts } from './ports.js';
 
 /**
  * The nemesis's NATS: three `nats-server` processes on loopback (JetStream, a store each under
@@ -39,12 +40,17 @@ const UNREACHABLE_ROUTE = '127.0.0.1:1';
 
 export async function startNemesisNats(dir: string, names: readonly string[]): Promise<NemesisNats> {
   mkdirSync(dir, { recursive: true });
+  const reserved = await reservePorts(names.length * 3);
   const ports = new Map<string, { client: number; route: number; monitor: number }>();
-  for (const name of names) ports.set(name, { client: await freePort(), route: await freePort(), monitor: await freePort() });
+  names.forEach((name, index) => {
+    const [client, route, monitor] = reserved.ports.slice(index * 3, index * 3 + 3) as [number, number, number];
+    ports.set(name, { client, route, monitor });
+  });
   const links = new Map<string, LinkProxy>();
   for (const from of names) {
     for (const to of names) if (from !== to) links.set(`${from}>${to}`, await startLinkProxy(`route ${from}>${to}`, ports.get(to)!.route));
   }
+  await reserved.release();
   const servers = names.map((name): NatsServer => {
     const port = ports.get(name)!;
     const routes = names.filter((peer) => peer !== name).map((peer) => `nats-route://127.0.0.1:${links.get(`${name}>${peer}`)!.port}`);

@@ -1,9 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startChildNode, type ChildNode } from '../../test/helpers/child-node.js';
-import { freePort } from '../../test/helpers/nats.js';
 import { startLinkProxy, type LinkProxy } from './link-proxy.js';
 import type { NemesisNats } from './nats-cluster.js';
+import { reservePorts } from './ports.js';
 
 /**
  * The Hookline nodes under test: `node dist/cli/main.js serve --cluster` (test/helpers/child-node.ts),
@@ -53,8 +53,10 @@ export interface NodeOptions {
 
 export async function makeNodes(options: NodeOptions): Promise<NemesisNode[]> {
   const nodes: NemesisNode[] = [];
-  for (const id of options.ids) {
-    const port = await freePort();
+  // Held while the proxies are made (ports.ts), released once they all listen.
+  const reserved = await reservePorts(options.ids.length);
+  for (const [index, id] of options.ids.entries()) {
+    const port = reserved.ports[index]!;
     const dataDir = join(options.dir, id);
     mkdirSync(dataDir, { recursive: true });
     const httpLink = await startLinkProxy(`${id} http`, port);
@@ -138,5 +140,6 @@ export async function makeNodes(options: NodeOptions): Promise<NemesisNode[]> {
     };
     nodes.push(node);
   }
+  await reserved.release();
   return nodes;
 }
