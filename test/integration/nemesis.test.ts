@@ -1,17 +1,17 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ensureBuilt } from '../helpers/child-node.js';
-import { testDataDir } from '../helpers/temp-dir.js';
 
 /**
  * CI's short seed of `npm run nemesis` (docs/nemesis.md): three nodes on a three-server NATS
  * cluster, 20 s of load under the faults of seed 1, then the checks. It must pass, and leave a
- * whole report. On a failure the report's violations are the message: each is a finding about
- * Hookline (or the seed's reproduction command, printed by the run, reproduces it).
+ * whole report, which stays in test-artifacts/nemesis/seed-1. On a failure the report's violations
+ * are the message: each is a finding about Hookline (the seed's reproduction command, printed by
+ * the run, reproduces it).
  */
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -20,7 +20,9 @@ const SEED = 1;
 describe('npm run nemesis, the short seed', () => {
   it(`seed ${SEED} for 20 s: exit 0, every check held, a report in the directory`, async () => {
     ensureBuilt();
-    const report = testDataDir();
+    // Kept after the run (test-artifacts/ is ignored by git), so that a failure can be read.
+    const report = join(ROOT, 'test-artifacts', 'nemesis', `seed-${SEED}`);
+    rmSync(report, { recursive: true, force: true });
     const run = spawn(process.execPath, [join(ROOT, 'bench', 'nemesis', 'run.mjs'), '--seed', String(SEED), '--duration', '20s', '--settle', '20s', '--report', report], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     run.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
