@@ -58,14 +58,19 @@ export class DeliveryWriter {
     return delivery.unwritten.length - (delivery.status === 'delivering' ? 1 : 0);
   }
 
-  /**
-   * Cluster: appends the held attempt start (the one unwritten step left) to the changelog and tells
-   * its waiter, which sends the attempt. A failed append is told too (the attempt is not sent), and
-   * the next append of the delivery is its whole record.
-   */
-  private async appendHeldStart(delivery: LiveDelivery): Promise<boolean> {
+  /** Cluster: whether the one unwritten step left is an attempt start not yet in the changelog. */
+  private holdsStartToAppend(delivery: LiveDelivery): boolean {
     const step = delivery.unwritten[0];
-    if (!this.store.replicator || delivery.status !== 'delivering' || delivery.unwritten.length !== 1 || !step || step.appended) return false;
+    return this.store.replicator !== null && delivery.status === 'delivering' && delivery.unwritten.length === 1 && step !== undefined && step.appended !== true;
+  }
+
+  /**
+   * Cluster: appends the held attempt start (the one unwritten step left, `holdsStartToAppend`) to
+   * the changelog and tells its waiter, which sends the attempt. A failed append is told too (the
+   * attempt is not sent), and the next append of the delivery is its whole record.
+   */
+  private async appendHeldStart(delivery: LiveDelivery): Promise<void> {
+    const step = delivery.unwritten[0]!;
     step.appended = true;
     // After a failed append, the whole record as LMDB holds it (without the start) goes with it.
     const record = this.unreplicated.has(delivery.id) ? this.store.getDelivery(this.projectId, delivery.id) : undefined;
@@ -78,7 +83,6 @@ export class DeliveryWriter {
       step.waiter?.reject(error);
     }
     step.waiter = null;
-    return true;
   }
 
   /** Appends committed steps to the changelog: as they are, or the whole record after a failed append. */
@@ -104,9 +108,14 @@ export class DeliveryWriter {
     try {
       while (!this.abandoned) {
         if (this.writable(delivery) === 0) {
+          // Decided and left in one turn, with no await between: a step made after this (another
+          // attempt's end starting this one, in a microtask) finds no writer running, and starts
+          // one. Awaited, an append with nothing to do let such a start in, unwritten and unsent
+          // for good: its delivery stayed `delivering` (npm run nemesis, seeds 1 and 3).
+          if (!this.holdsStartToAppend(delivery)) break;
           // Steps made while the start was appended (its attempt not sent: interrupted) are written next.
-          if (await this.appendHeldStart(delivery)) continue;
-          break;
+          await this.appendHeldStart(delivery);
+          continue;
         }
         // Left in the list until committed: a read shows them meanwhile (it would otherwise see a
         // step while it waits, not while its commit runs, and again once it is stored).

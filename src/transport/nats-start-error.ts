@@ -47,8 +47,10 @@ export function refusesCredentials(error: unknown): boolean {
 }
 
 function isTlsFailure(error: unknown, text: string): boolean {
-  const cause = error as { code?: string; cause?: { code?: string } } | null;
-  const code = cause?.code ?? cause?.cause?.code ?? '';
+  const cause = error as { code?: unknown; cause?: { code?: unknown } } | null;
+  // Node's and OpenSSL's codes are strings; a JetStream API error's is a number (10008).
+  const found = cause?.code ?? cause?.cause?.code;
+  const code = typeof found === 'string' ? found : '';
   return code.startsWith('ERR_SSL') || code.startsWith('CERT_') || UNTRUSTED_CERTIFICATE.has(code) || text.includes('certificate') || text.includes('ssl');
 }
 

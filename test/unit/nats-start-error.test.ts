@@ -30,4 +30,11 @@ describe('NATS start failures', () => {
     expect(credentials.details[0]?.path).toBe('HOOKLINE_NATS_URL');
     expect(credentials.message).toContain('its credentials expired');
   });
+
+  it('read a JetStream API error, whose code is a number, without throwing (npm run nemesis, seed 11: "code.startsWith is not a function" stood in its place)', () => {
+    const electing = Object.assign(new Error('JetStream system temporarily unavailable'), { name: 'JetStreamApiError', code: 10008 });
+    const error = natsStartError('nats://127.0.0.1:4222', electing);
+    expect(error.code).toBe('HOOKLINE_ERR_NATS_UNAVAILABLE');
+    expect(error.cause).toBe(electing);
+  });
 });

@@ -1,0 +1,42 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { ensureBuilt } from '../helpers/child-node.js';
+
+/**
+ * CI's short seed of `npm run nemesis` (docs/nemesis.md): three nodes on a three-server NATS
+ * cluster, 20 s of load under the faults of seed 1, then the checks. It must pass, and leave a
+ * whole report, which stays in test-artifacts/nemesis/seed-1. On a failure the report's violations
+ * are the message: each is a finding about Hookline (the seed's reproduction command, printed by
+ * the run, reproduces it).
+ */
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const SEED = 1;
+
+describe('npm run nemesis, the short seed', () => {
+  it(`seed ${SEED} for 20 s: exit 0, every check held, a report in the directory`, async () => {
+    ensureBuilt();
+    // Kept after the run (test-artifacts/ is ignored by git), so that a failure can be read.
+    const report = join(ROOT, 'test-artifacts', 'nemesis', `seed-${SEED}`);
+    rmSync(report, { recursive: true, force: true });
+    const run = spawn(process.execPath, [join(ROOT, 'bench', 'nemesis', 'run.mjs'), '--seed', String(SEED), '--duration', '20s', '--settle', '20s', '--report', report], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    run.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    run.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const [code] = (await once(run, 'exit')) as [number | null];
+
+    for (const file of ['report.md', 'report.json', 'timeline.svg', 'logs/node-1.log', 'logs/nemesis.log']) expect(existsSync(join(report, file)), `${file} in the report (output:\n${output})`).toBe(true);
+    const json = JSON.parse(readFileSync(join(report, 'report.json'), 'utf8'));
+    expect(json.result.violations.map((violation: { check: string; message: string }) => `${violation.check}: ${violation.message}`), output.slice(-4_000)).toEqual([]);
+    expect(code).toBe(0);
+    expect(json.options).toMatchObject({ seed: SEED, durationMs: 20_000 });
+    expect(json.result.counts.acked).toBeGreaterThan(500);
+    expect(json.result.counts.deliveredEvents).toBeGreaterThanOrEqual(json.result.counts.acked);
+    expect(json.faults.some((fault: { startedMs: number | null }) => fault.startedMs !== null)).toBe(true);
+    expect(readFileSync(join(report, 'timeline.svg'), 'utf8')).toMatch(/^<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+  }, 150_000);
+});
