@@ -81,7 +81,7 @@ describe('POST /v1/events/batch', () => {
     expect((await hookline.client.listDeliveriesPage({ eventId: 'evt_twice' })).data).toHaveLength(1);
   });
 
-  it('answers 202 when every event is stored, and delivers each exactly once', async () => {
+  it('answers 202 when every event is stored, and makes one delivery of each', async () => {
     const hookline = await startTestHookline();
     const receiver = await startReceiver();
     await configureReceiver(hookline, receiver);
@@ -96,8 +96,13 @@ describe('POST /v1/events/batch', () => {
     const ids = events.filter((candidate) => 'id' in candidate);
     expect((await hookline.api('POST', '/v1/events/batch', { body: { events: ids } })).body.data.every((item: { status: number }) => item.status === 200)).toBe(true);
 
-    await waitFor(() => receiver.received.length >= 60, { message: '60 deliveries' });
-    const received = receiver.received.map((delivery) => delivery.envelope.id).sort();
+    await waitFor(() => new Set(receiver.received.map((delivery) => delivery.envelope.id)).size >= 60, { message: '60 deliveries' });
+    // One delivery per event: an attempt timed out by the test's 500 ms receiver timeout on a loaded
+    // machine is sent again under its own webhook-id (at least once), never as another delivery.
+    const webhookIdsByEvent = new Map<string, Set<string>>();
+    for (const delivery of receiver.received) webhookIdsByEvent.set(delivery.envelope.id, (webhookIdsByEvent.get(delivery.envelope.id) ?? new Set()).add(delivery.webhookId));
+    expect([...webhookIdsByEvent.values()].every((webhookIds) => webhookIds.size === 1)).toBe(true);
+    const received = [...webhookIdsByEvent.keys()].sort();
     expect(received).toEqual(answer.body.data.map((item: { id: string }) => item.id).sort());
     expect(receiver.received.every((delivery) => delivery.verified)).toBe(true);
     expect(received.map((id) => (receiver.received.find((delivery) => delivery.envelope.id === id)!.envelope.data as { index: number }).index).sort((a, b) => a - b)).toEqual(events.map((_, index) => index));
