@@ -73,7 +73,9 @@ describe('disk full: HOOKLINE_MAX_DATA_SIZE', () => {
     await fresh.close();
     const maxDataBytes = lastPageNumber * pageSize + 256 * 1024;
 
-    const hookline = await startTestHookline({ dataDir: dir.path, maxDataBytes });
+    // Attempts get 5 s, not the helper's 500 ms: on a loaded CI machine (three suites on two cores)
+    // 25 of them timed out, the circuit opened and they were dead-lettered, failing the wait below.
+    const hookline = await startTestHookline({ dataDir: dir.path, maxDataBytes, deliveryTimeoutMs: 5_000 });
     const { accepted, refusal } = await fillUntilRefused(hookline);
     expect(accepted.length).toBeGreaterThan(10);
     expectStorageFull(refusal);
