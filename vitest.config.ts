@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { configDefaults, defineConfig } from 'vitest/config';
+import { SlowFirstSequencer } from './test/slow-first-sequencer.js';
 
 export default defineConfig({
   test: {
@@ -12,6 +13,8 @@ export default defineConfig({
     // own ports, data directory and NATS names, so one more file than the cores runs at once;
     // `--maxWorkers=N` overrides it (`.ci/run` passes its own, running two Node lines side by side).
     maxWorkers: availableParallelism() + 1,
+    // The longest files first, so that none starts last and holds the run (test/slow-first-sequencer.ts).
+    sequence: { sequencer: SlowFirstSequencer },
     testTimeout: 30_000,
     hookTimeout: 30_000,
   },

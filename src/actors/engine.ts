@@ -8,6 +8,7 @@ import { countDeadLetters, countDeliveriesByStatus } from '../store/delivery-que
 import type { DeadLetterFilter, UnstoredSteps } from '../store/delivery-query.js';
 import type { DeliveryRecord, ProjectRecord } from '../store/records.js';
 import { HooklineStore } from '../store/store.js';
+import type { ChangelogRestore } from '../store/changelog-restore.js';
 import { isPastRetention, retentionCutoffId, withinRetention } from '../store/retention.js';
 import { createDataDir } from '../store/data-dir.js';
 import type { EventInput } from '../transport/event-input.js';
@@ -125,6 +126,14 @@ export class Engine implements BatchEventSink {
     });
     this.random = options.random ?? Math.random;
     this.ownership = options.ownership;
+  }
+
+  /**
+   * A partition's changelog laid into the store (a cluster takeover), in slices that take turns
+   * with the node's other deferred work: the node's other projects are served meanwhile.
+   */
+  restoring(partition: number): ChangelogRestore {
+    return this.store.restoring(partition, this.turns);
   }
 
   /** Opens the store, resumes every live delivery, then starts the transports. */

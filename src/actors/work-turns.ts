@@ -63,6 +63,14 @@ export class WorkTurns {
   }
 
   /**
+   * Resolves in a turn, after the turns asked for before it: for work that runs in slices of its
+   * own after an await (a partition's restore, whose slices are LMDB transactions).
+   */
+  nextTurn(): Promise<void> {
+    return new Promise((resolve) => this.request(resolve));
+  }
+
+  /**
    * Whether the turn running now has used its slice: its work should stop, ask for another turn
    * and return. False outside a turn (work a request or a timer started is bounded by its caller).
    */

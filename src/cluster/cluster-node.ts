@@ -414,8 +414,8 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
 
   async acquire(partition: number): Promise<void> {
     const started = Date.now();
-    // Laid into LMDB as it is read, a chunk per commit: the partition is never held in memory.
-    const restoring = this.engine.store.restoring(partition);
+    // Laid into LMDB as it is read, in slices between serving: the partition is never held in memory.
+    const restoring = this.engine.restoring(partition);
     const restored = await this.changelog.restoreInto(partition, (entries) => restoring.apply(entries));
     const keptOwn = await restoring.finish();
     const owns = (projectId: string) => this.partitionOf(projectId) === partition;

@@ -37,8 +37,28 @@ export interface RestoreTables {
 /** A set-aside copy's key: the partition restored, then the delivery's. */
 export type StashKey = [partition: number, projectId: string, deliveryId: string];
 
-/** Copies `ChangelogRestore.finish` weighs in one transaction. */
-const RESTORE_TURN = 5_000;
+/** Copies `ChangelogRestore.finish` reads from the stash at a time. */
+const STASH_PAGE = 5_000;
+
+/**
+ * How a restore shares the node with serving (the engine's `WorkTurns`): it writes in slices, each
+ * in a turn of the node's deferred work and counted as a delivery commit, so that it waits while
+ * the disk writer is behind and other projects' requests and commits run between its slices.
+ */
+export interface RestorePace {
+  /** Resolves in a turn of the node's deferred work, after the turns asked for before. */
+  nextTurn(): Promise<void>;
+  commitIssued(): void;
+  commitSettled(): void;
+}
+
+/**
+ * Main-thread time one paced transaction of a restore may take. Each delivery is about 9 LMDB puts
+ * (issue 35): a chunk of 5,000 entries in one transaction held the event loop for hundreds of
+ * milliseconds, and other projects' events on the node were answered seconds late during a takeover
+ * of 200,000 waiting deliveries (bench:takeover).
+ */
+const PACED_SLICE_MS = 4;
 
 /**
  * Stores a record from the changelog over whatever this node had, unless this node's copy is newer:
@@ -92,16 +112,53 @@ export class ChangelogRestore {
   /** The event applied last: a delivery comes right after its event, in the same message. */
   private lastEvent: { projectId: string; record: EventRecord } | null = null;
 
+  /** The chunks handed to `apply`, laid in one after another: a later chunk's slices wait for the earlier's. */
+  private applied: Promise<void> = Promise.resolve();
+
   constructor(
     private readonly tables: RestoreTables,
     private readonly partition: number,
+    /** Without one, each chunk is one transaction, taken at once. */
+    private readonly pace?: RestorePace,
+    /** A paced transaction's share of the event loop (at least one entry each). */
+    private readonly sliceMs = PACED_SLICE_MS,
   ) {}
 
-  /** Lays `entries` (in append order) into LMDB in one transaction. */
+  /**
+   * Lays `entries` (in append order) into LMDB after the chunks handed before them; paced, in
+   * slices. Once one chunk fails, every later one fails with it: a chunk laid over a missing one
+   * would leave records older than the changelog holds.
+   */
   apply(entries: readonly ChangelogEntry[]): Promise<void> {
-    return observed(this.tables.root.transaction(() => {
-      for (const entry of entries) this.applyOne(entry);
-    }));
+    this.applied = this.applied.then(() => this.inSlices(entries, (entry) => this.applyOne(entry)));
+    return this.applied;
+  }
+
+  /**
+   * Runs `each` over `items` in transactions: one when not paced, else as many as it takes to keep
+   * each within `sliceMs` of the event loop, one at a time, each in a turn of the node's
+   * deferred work. Each transaction sees what the ones before it wrote.
+   */
+  private async inSlices<T>(items: readonly T[], each: (item: T) => void): Promise<void> {
+    const pace = this.pace;
+    let next = 0;
+    while (next < items.length) {
+      if (pace) {
+        await pace.nextTurn();
+        pace.commitIssued();
+      }
+      try {
+        next = await observed(this.tables.root.transaction(() => {
+          const endsAt = pace ? performance.now() + this.sliceMs : Number.POSITIVE_INFINITY;
+          let index = next;
+          do each(items[index++]!);
+          while (index < items.length && performance.now() < endsAt);
+          return index;
+        }));
+      } finally {
+        pace?.commitSettled();
+      }
+    }
   }
 
   private applyOne(entry: ChangelogEntry): void {
@@ -207,25 +264,24 @@ export class ChangelogRestore {
    * meanwhile) gives way to the changelog's. Answers how many were put back.
    */
   async finish(): Promise<number> {
+    await this.applied;
     this.projectsHeldHere.clear();
     let putBack = 0;
-    const range = { start: [this.partition], end: [this.partition + 1], limit: RESTORE_TURN };
+    const range = { start: [this.partition], end: [this.partition + 1], limit: STASH_PAGE };
     for (;;) {
       const stashed = [...this.tables.restoreStash.getRange(range)];
       if (stashed.length === 0) return putBack;
-      await observed(this.tables.root.transaction(() => {
-        for (const { key, value: own } of stashed) {
-          const [, projectId, id] = key;
-          this.tables.restoreStash.remove(key);
-          if (own === null) continue;
-          const current = this.tables.deliveries.get([projectId, id]);
-          if (!current || own.transitions.length <= current.transitionCount) continue;
-          if (!holdsTransitions(own.transitions, 0, this.tables.deliveryTables.assemble(projectId, current).transitions)) continue;
-          this.tables.deliveryTables.remove(projectId, current);
-          this.tables.deliveryTables.putWholeRecord(projectId, own);
-          putBack++;
-        }
-      }));
+      await this.inSlices(stashed, ({ key, value: own }) => {
+        const [, projectId, id] = key;
+        this.tables.restoreStash.remove(key);
+        if (own === null) return;
+        const current = this.tables.deliveries.get([projectId, id]);
+        if (!current || own.transitions.length <= current.transitionCount) return;
+        if (!holdsTransitions(own.transitions, 0, this.tables.deliveryTables.assemble(projectId, current).transitions)) return;
+        this.tables.deliveryTables.remove(projectId, current);
+        this.tables.deliveryTables.putWholeRecord(projectId, own);
+        putBack++;
+      });
     }
   }
 }

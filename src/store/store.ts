@@ -5,7 +5,7 @@ import type { DeliveryStatus } from '../machines/index.js';
 import { commitFailureCause, installCommitFailureGuard, observed } from './lmdb-commit-failures.js';
 import type { DeliveryIdentity } from './delivery-model.js';
 import { headOf } from './delivery-model.js';
-import { ChangelogRestore, putRestoredRecord, type RestoredRecord, type StashKey } from './changelog-restore.js';
+import { ChangelogRestore, putRestoredRecord, type RestorePace, type RestoredRecord, type StashKey } from './changelog-restore.js';
 import { DeliveryTables } from './delivery-tables.js';
 
 export type { RestoredRecord } from './changelog-restore.js';
@@ -248,9 +248,13 @@ export class HooklineStore {
     await observed(this.root.transaction(() => void putRestoredRecord(this, projectId, restored)));
   }
 
-  /** Lays a partition's changelog into this store as it is read (a cluster takeover); `finish` once it is all applied. */
-  restoring(partition: number): ChangelogRestore {
-    return new ChangelogRestore(this, partition);
+  /**
+   * Lays a partition's changelog into this store as it is read (a cluster takeover); `finish` once
+   * it is all applied. Paced by `pace`, it shares the node with serving, in transactions of
+   * `sliceMs` each.
+   */
+  restoring(partition: number, pace?: RestorePace, sliceMs?: number): ChangelogRestore {
+    return new ChangelogRestore(this, partition, pace, sliceMs);
   }
 
   /**

@@ -69,6 +69,35 @@ async function streamed(store: HooklineStore, changelog: ChangelogRecord[], chun
   await restoring.finish();
 }
 
+/**
+ * The restore as a takeover runs it: paced, each entry in a transaction of its own (a slice of no
+ * time), and the chunks handed on without waiting for the ones before (as `restoreInto` does, a few
+ * at once), so the restore itself must lay them in one after another. Every transaction it issues
+ * is counted as a commit, and settled.
+ */
+async function paced(store: HooklineStore, changelog: ChangelogRecord[], chunks: number[]): Promise<{ transactions: number }> {
+  let issued = 0;
+  let settledCount = 0;
+  const pace = {
+    nextTurn: () => new Promise<void>((resolve) => setImmediate(resolve)),
+    commitIssued: () => void issued++,
+    commitSettled: () => void settledCount++,
+  };
+  const restoring = store.restoring(0, pace, 0);
+  const applying: Array<Promise<void>> = [];
+  let from = 0;
+  for (const size of chunks) {
+    if (from >= changelog.length) break;
+    applying.push(restoring.apply(changelog.slice(from, from + size)));
+    from += size;
+  }
+  applying.push(restoring.apply(changelog.slice(from)));
+  await Promise.all(applying);
+  await restoring.finish();
+  expect(settledCount).toBe(issued);
+  return { transactions: issued };
+}
+
 async function inMemory(store: HooklineStore, changelog: ChangelogRecord[]): Promise<void> {
   for (const change of await withSteps(changelog)) await store.restoreRecord(PROJECT, change as Extract<typeof change, { kind: 'delivery' }>);
 }
@@ -99,7 +128,7 @@ describe('a streamed restore over this node\'s own copy', () => {
     expect(summary(store).transitions).toEqual(withChanges(created(), mine).transitions.map((t) => t.at));
   });
 
-  it('ends as the in-memory merge does, for any histories and any chunking (property)', async () => {
+  it('ends as the in-memory merge does, for any histories and any chunking, paced or not (property)', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.record({
@@ -120,9 +149,15 @@ describe('a streamed restore over this node\'s own copy', () => {
           const changelog = stale === undefined ? entries(changelogSteps, snapshotLength, groups) : [entries(changelogSteps, snapshotLength, [])[0]!, ...entries(changelogSteps, Math.min(stale, snapshotLength), groups)];
           const viaStream = openTempStore();
           const viaMemory = openTempStore();
-          if (heldHere) for (const store of [viaStream, viaMemory]) await store.restoreRecord(PROJECT, { kind: 'delivery', record: local });
+          const viaPaced = openTempStore();
+          if (heldHere) for (const store of [viaStream, viaMemory, viaPaced]) await store.restoreRecord(PROJECT, { kind: 'delivery', record: local });
           await streamed(viaStream, changelog, chunks);
           await inMemory(viaMemory, changelog);
+          const { transactions } = await paced(viaPaced, changelog, chunks);
+          // One transaction an entry, and one a copy set aside and weighed at the end.
+          expect(transactions).toBeGreaterThanOrEqual(changelog.length);
+          expect(summary(viaPaced)).toEqual(summary(viaMemory));
+          expect(viaPaced.restoreStash.getKeysCount()).toBe(0);
           const final = withChanges(created(), changelogSteps);
           // This node's copy survives only where it extends the changelog's final version.
           const keptLocal = heldHere && theirs === 0 && mine > 0;
