@@ -59,6 +59,8 @@ export interface RestorePace {
  * of 200,000 waiting deliveries (bench:takeover).
  */
 const PACED_SLICE_MS = 4;
+/** Paced transactions issued and not yet committed (`inSlices`). */
+const SLICES_IN_FLIGHT = 2;
 
 /**
  * Stores a record from the changelog over whatever this node had, unless this node's copy is newer:
@@ -136,28 +138,42 @@ export class ChangelogRestore {
 
   /**
    * Runs `each` over `items` in transactions: one when not paced, else as many as it takes to keep
-   * each within `sliceMs` of the event loop, one at a time, each in a turn of the node's
-   * deferred work. Each transaction sees what the ones before it wrote.
+   * each within `sliceMs` of the event loop, each issued in a turn of the node's deferred work.
+   * LMDB runs transactions in the order they were issued, each seeing what the ones before it
+   * wrote, so they share one cursor: SLICES_IN_FLIGHT are issued at a time, for the main thread to
+   * fill the next while LMDB's writer commits the last (one at a time, the restore took half as
+   * long again). One issued after the cursor reached the end does nothing.
    */
   private async inSlices<T>(items: readonly T[], each: (item: T) => void): Promise<void> {
     const pace = this.pace;
-    let next = 0;
-    while (next < items.length) {
-      if (pace) {
+    if (!pace) {
+      await observed(this.tables.root.transaction(() => items.forEach((item) => each(item))));
+      return;
+    }
+    let cursor = 0;
+    const inFlight: Array<Promise<void>> = [];
+    try {
+      while (cursor < items.length) {
+        if (inFlight.length >= SLICES_IN_FLIGHT) {
+          await inFlight.shift();
+          continue;
+        }
         await pace.nextTurn();
         pace.commitIssued();
+        const slice = observed(this.tables.root.transaction(() => {
+          const endsAt = performance.now() + this.sliceMs;
+          while (cursor < items.length) {
+            each(items[cursor++]!);
+            if (performance.now() >= endsAt) break;
+          }
+        })).finally(() => pace.commitSettled());
+        inFlight.push(slice);
       }
-      try {
-        next = await observed(this.tables.root.transaction(() => {
-          const endsAt = pace ? performance.now() + this.sliceMs : Number.POSITIVE_INFINITY;
-          let index = next;
-          do each(items[index++]!);
-          while (index < items.length && performance.now() < endsAt);
-          return index;
-        }));
-      } finally {
-        pace?.commitSettled();
-      }
+      await Promise.all(inFlight);
+    } catch (error) {
+      // The slices after a failed one are not waited for; their failures are this one's.
+      for (const slice of inFlight) slice.catch(() => {});
+      throw error;
     }
   }
 
