@@ -280,6 +280,20 @@ describe('delivery machine: the transitions the contract names', () => {
     }
   });
 
+  it('starts the new round with the event\'s roundSize (the project\'s schedule now), the last round\'s without one', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 1, max: 50 }), fc.integer({ min: 0, max: 100 }), fc.constantFrom('RETRY' as const, 'REDRIVE' as const), (last, roundSize, earlier, type) => {
+        const before = { attempts: last + earlier, roundAttempts: last, maxAttempts: last };
+        expect(deliveryTable.next('dead_lettered', before, { type, roundSize })?.context).toEqual({ attempts: last + earlier, roundAttempts: 0, maxAttempts: roundSize });
+        expect(deliveryTable.next('dead_lettered', before, { type })?.context).toEqual({ attempts: last + earlier, roundAttempts: 0, maxAttempts: last });
+        // A retry of a delivery still retrying stays in its round, whatever the schedule now.
+        const retrying = { attempts: earlier + 1, roundAttempts: 1, maxAttempts: last + 1 };
+        expect(deliveryTable.next('retrying', retrying, { type: 'RETRY', roundSize })?.context).toBe(retrying);
+      }),
+      { seed: SEED + 9, numRuns: 200 },
+    );
+  });
+
   it('makes a retrying delivery due now in the same round', () => {
     const before = counters(2, 2);
     const step = deliveryTable.next('retrying', before, { type: 'RETRY' });
