@@ -121,7 +121,7 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
             <dt>Rate limit</dt>
             <dd>{config.rateLimitPerSecond === null ? 'none' : `${config.rateLimitPerSecond} per second`}</dd>
             <dt>Retry schedule</dt>
-            <dd>{config.retrySchedule === null ? 'the node\'s' : <code class="wrap">{config.retrySchedule}</code>}</dd>
+            <dd>{config.retrySchedule === null ? 'the node\'s schedule' : <code class="wrap">{config.retrySchedule}</code>}</dd>
             <dt>Operational events</dt>
             <dd>{config.operationalUrl === null ? 'not sent' : <code class="wrap">{config.operationalUrl}</code>}</dd>
             <dt>Created</dt>
