@@ -26,8 +26,8 @@ function attemptFailure(attempt: AttemptRecord): string {
 /**
  * What a delivery lifecycle's steps do beyond the delivery's own state, bound to the project's
  * settings and side effects: the delivery machine's named effects (`scheduleRetry`, `makeDueNow`,
- * `recordDeadLetter`; its `assign`s are the table's own) and an attempt's bearing on the endpoint's health (disabled
- * after failing for HOOKLINE_DISABLE_AFTER, or at a 410; recovered at a success).
+ * `recordDeadLetter`; its `assign`s are the table's own) and an attempt's bearing on the endpoint's
+ * health (disabled after failing for HOOKLINE_DISABLE_AFTER, or at a 410; recovered at a success).
  */
 export class DeliveryEffects {
   constructor(

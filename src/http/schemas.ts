@@ -91,8 +91,8 @@ const MAX_CONCURRENCY = 'Attempts in flight to the endpoint at most, a whole num
 const RATE_LIMIT_PER_SECOND = `Attempts started per second at most, a whole number from ${WEBHOOK_RATE_LIMIT.min} to ${WEBHOOK_RATE_LIMIT.max}: a token bucket holding a fiftieth of a second's worth (at least one), so that any one-second window sees at most rate + rate/50 attempts start (510 at 500). A recovering endpoint gets its backlog at this pace. \`null\` or left out: no pacing. Applies to \`fifo\` delivery too.`;
 
 /**
- * Bounds of a webhook's `retrySchedule`: each step is an attempt kept in the delivery's log, and a
- * delay past a month would outlast the default retention of what it retries.
+ * Bounds of a webhook's `retrySchedule`: each step is an attempt the delivery's log keeps, and a
+ * waiting delivery counts against HOOKLINE_MAX_WAITING_PER_PROJECT, so none may wait for years.
  */
 export const WEBHOOK_RETRY_SCHEDULE = { maxSteps: 50, maxDelayMs: 30 * 24 * 60 * 60 * 1000 } as const;
 

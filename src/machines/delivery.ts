@@ -25,8 +25,8 @@
  *   `CIRCUIT_OPEN` fails the due attempt without sending it, as from `pending`.
  * - `succeeded`: final. The receiver answered 2xx; nothing leaves it (replay makes a new delivery).
  * - `dead_lettered`: every attempt of the round failed. Left only by an operator: `RETRY` (one
- *   delivery) or `REDRIVE` (many), both back to `pending` with a fresh round (`startRound`) of the event's
- *   `roundSize` attempts.
+ *   delivery) or `REDRIVE` (many), both back to `pending` with a fresh round (`startRound`) of
+ *   the event's `roundSize` attempts.
  *
  * Context updates are `assign` actions whose bodies are the plain functions exported below, so
  * that the compiled transition table (transition-table.ts) runs exactly the same code. The effect
