@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { waitFor } from '../../test/helpers/wait-for.js';
 import { HooklineClient } from '../../src/sdk/client.js';
+import { atRendezvousLayout } from './layout.js';
 import { startNemesisNats, type NemesisNats } from './nats-cluster.js';
 import { makeNodes, type NemesisNode } from './nodes.js';
 import type { ProjectKeys } from './producers.js';
@@ -38,7 +39,7 @@ export interface NemesisSystem {
   nats: NemesisNats;
   nodes: NemesisNode[];
   projects: Project[];
-  /** Every partition held by exactly one running node, per their /healthz. */
+  /** Every node running and every partition held by the node rendezvous hashing gives it, per their /healthz (`atRendezvousLayout`). */
   waitForOwnership(timeoutMs: number): Promise<void>;
   /** A client of `project` on `node`. */
   client(node: NemesisNode, project: ProjectKeys): HooklineClient;
@@ -78,18 +79,15 @@ export async function startSystem(dir: string, settings: ClusterSettings, log: (
     async waitForOwnership(timeoutMs) {
       await waitFor(
         async () => {
-          const held = new Set<number>();
+          const held = new Map<string, number[]>();
           for (const node of nodes) {
             if (node.state !== 'running') return false;
             const health = (await (await fetch(`${node.url}/healthz`, { signal: AbortSignal.timeout(2_000) })).json()) as { cluster?: { partitions: number[] } };
-            for (const partition of health.cluster?.partitions ?? []) {
-              if (held.has(partition)) return false;
-              held.add(partition);
-            }
+            held.set(node.id, health.cluster?.partitions ?? []);
           }
-          return held.size === settings.partitions;
+          return atRendezvousLayout(held, nodes.map((node) => node.id), settings.partitions);
         },
-        { timeoutMs, intervalMs: 250, message: 'every partition held by exactly one node' },
+        { timeoutMs, intervalMs: 250, message: 'every partition held by the node rendezvous hashing gives it' },
       );
     },
     client(node, project) {
