@@ -22,6 +22,7 @@ const MEASURED_SECONDS: Record<string, number> = {
   'test/integration/cluster-nats-parking.test.ts': 34,
   'test/integration/cluster-takeover-backlog.test.ts': 29,
   'test/integration/cluster-snapshot.test.ts': 29,
+  'test/integration/cluster-stale-reads.test.ts': 20,
   'test/integration/cli-fuzz.test.ts': 25,
   'test/integration/fuzz-planted-bugs.test.ts': 22,
   'test/integration/retention-prune-race.test.ts': 19,

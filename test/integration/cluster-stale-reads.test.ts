@@ -77,9 +77,6 @@ describe('a node back after its partition moved and progressed elsewhere', () =>
       // And once settled: the partition is back on the returning node, which now answers from its restored copy.
       for (const path of paths) answers.push({ path, answer: await cluster.api(returned, 'GET', path, { key: project.apiKey }) });
 
-      const byStatus = new Map<number, number>();
-      for (const { answer } of answers) byStatus.set(answer.status, (byStatus.get(answer.status) ?? 0) + 1);
-      console.info(`[stale reads] ${answers.length} reads through ${ownerId} while it took its partition back: ${[...byStatus].map(([status, count]) => `${count} × ${status}`).join(', ')}`);
       const stale: string[] = [];
       for (const { path, answer } of answers) {
         if (answer.status === 503) {
