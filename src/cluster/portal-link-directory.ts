@@ -6,6 +6,7 @@
  * directory's watch ignores these entries (they are neither projects nor keys).
  */
 import type { KV } from '@nats-io/kv';
+import { HooklineError } from '../errors.js';
 import { portalLinkRecord } from '../portal/portal-links.js';
 import type { PortalLinkRecord, PortalLinkStore } from '../portal/portal-links.js';
 
@@ -29,8 +30,11 @@ export class DirectoryPortalLinks implements PortalLinkStore {
     await this.directory.create(`${PORTAL_PREFIX}${tokenHash}`, encoder.encode(JSON.stringify(record)));
   }
 
+  /** @throws {HooklineError} `HOOKLINE_ERR_NATS_UNAVAILABLE` (503) when the directory cannot be read: not a 401, which would end the session. */
   async get(tokenHash: string): Promise<PortalLinkRecord | null> {
-    const entry = await this.directory.get(`${PORTAL_PREFIX}${tokenHash}`);
+    const entry = await this.directory.get(`${PORTAL_PREFIX}${tokenHash}`).catch((error: unknown) => {
+      throw new HooklineError('HOOKLINE_ERR_NATS_UNAVAILABLE', 'the cluster directory could not be read to check this portal link; try again shortly', { cause: error, retryAfterSeconds: 1 });
+    });
     if (!entry || entry.operation !== 'PUT' || entry.value.length === 0) return null;
     return parseRecord(entry.value);
   }

@@ -151,7 +151,8 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
         const access = await portalLinks.access(token);
         if (!access) throw new HooklineError('HOOKLINE_ERR_UNAUTHORIZED', 'this portal link has expired or was revoked: ask for a new one');
         // Refused here, before a cluster forwards the call: a refused call goes nowhere.
-        const refusal = portalRefusal(access, request.method, request.url);
+        // The route's own path, not the URL as sent: `/v1/portal%2Dlinks` is the same route.
+        const refusal = portalRefusal(access, request.method, request.routeOptions.url ?? request.url);
         if (refusal) throw refusal;
         request.portal = access;
       }

@@ -107,7 +107,7 @@ const READING_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  * change, and no link makes or revokes links (it could outlive its own expiry or its revocation).
  */
 export function portalRefusal(access: PortalAccess, method: string, path: string): HooklineError | null {
-  if (path === '/v1/portal-links' || path.startsWith('/v1/portal-links?')) {
+  if (path === '/v1/portal-links') {
     return new HooklineError('HOOKLINE_ERR_FORBIDDEN', 'portal links are made and revoked with the project\'s API key, not with a portal link');
   }
   if (access.readOnly && !READING_METHODS.has(method.toUpperCase())) {

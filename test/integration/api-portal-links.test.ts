@@ -73,8 +73,9 @@ describe('POST /v1/portal-links', () => {
     const longest = await hookline.api('POST', '/v1/portal-links', { body: { expiresIn: '7d' } });
     expect(longest.status).toBe(201);
     const token = tokenOf(longest.body.url);
-    for (const method of ['POST', 'DELETE']) {
-      const answer = await hookline.api(method, '/v1/portal-links', { key: token, ...(method === 'POST' ? { body: {} } : {}) });
+    // However the path is spelled: `%2D` is the same route.
+    for (const [method, path] of [['POST', '/v1/portal-links'], ['POST', '/v1/portal%2Dlinks'], ['DELETE', '/v1/portal-links'], ['DELETE', '/v1/portal-links?all=1']] as const) {
+      const answer = await hookline.api(method, path, { key: token, ...(method === 'POST' ? { body: {} } : {}) });
       expect(answer.status).toBe(403);
       expect(answer.body.error.code).toBe('forbidden');
     }
