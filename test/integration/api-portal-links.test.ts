@@ -118,8 +118,13 @@ describe('a read-only link', () => {
 describe('expiry and revocation', () => {
   it('a link stops opening the project once it expires', async () => {
     const hookline = await startTestHookline();
-    const token = tokenOf((await hookline.api('POST', '/v1/portal-links', { body: { expiresIn: '1s' } })).body.url);
-    expect((await hookline.api('GET', '/v1/stats/delivery-states', { key: token })).status).toBe(200);
+    const before = Date.now();
+    const created = await hookline.api('POST', '/v1/portal-links', { body: { expiresIn: '1s' } });
+    expect(Date.parse(created.body.expiresAt)).toBeGreaterThanOrEqual(before + 1000);
+    expect(Date.parse(created.body.expiresAt)).toBeLessThanOrEqual(Date.now() + 1000);
+    const token = tokenOf(created.body.url);
+    // Not asked whether it works first: on a loaded machine the second may already have passed
+    // (the other tests show live links work); the wait below ends at the expiry, not after a sleep.
     await waitFor(async () => (await hookline.api('GET', '/v1/stats/delivery-states', { key: token })).status === 401, { message: 'the 1s link to expire' });
     const answer = await hookline.api('GET', '/v1/portal-session', { key: token });
     expect(answer.status).toBe(401);
