@@ -86,8 +86,8 @@ export class HooklineStore {
     this.path = options.path;
     // noSubdir: false always: lmdb-js guesses from a dot in the last path part (`hookline.d`, most
     // `mktemp -d` names) that the path is a file, and then cannot open the directory.
-    // maxDbs: lmdb-js allows 12 named tables by default, and the store now opens 12 (portal-links the
-    // 12th with the structures key's); the limit is per open, not stored, so raising it changes no file.
+    // maxDbs: lmdb-js allows 12 named tables by default, all taken before `portal-links` (opening it
+    // failed with MDB_DBS_FULL); the limit is per open, not stored, so raising it changes no file.
     this.root = open({ path: options.path, noSubdir: false, maxDbs: 32, ...(options.mapSize ? { mapSize: options.mapSize } : {}) });
     this.projects = openTable(this.root, 'projects');
     this.apiKeys = openTable(this.root, 'api-keys');
