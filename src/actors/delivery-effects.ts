@@ -11,6 +11,7 @@ import { projectOfStoreId } from './operational-events.js';
 import type { OperationalNotify } from './operational-events.js';
 import type { RetryOutcome } from './retry-policy.js';
 import { decideRetry } from './retry-policy.js';
+import { retryScheduleOf } from './webhook-settings.js';
 
 /** An attempt as its log keeps it: its number, when it started, and what came of it. */
 export function attemptRecord(attempt: number, at: number, outcome: Pick<AttemptRecord, 'statusCode' | 'durationMs' | 'error' | 'errorCode' | 'responseBody'>): AttemptRecord {
@@ -24,9 +25,9 @@ function attemptFailure(attempt: AttemptRecord): string {
 
 /**
  * What a delivery lifecycle's steps do beyond the delivery's own state, bound to the project's
- * settings and side effects: the delivery machine's named actions (`scheduleRetry`, `makeDueNow`,
- * `startRound`, `recordDeadLetter`) and an attempt's bearing on the endpoint's health (disabled
- * after failing for HOOKLINE_DISABLE_AFTER, or at a 410; recovered at a success).
+ * settings and side effects: the delivery machine's named effects (`scheduleRetry`, `makeDueNow`,
+ * `recordDeadLetter`; its `assign`s are the table's own) and an attempt's bearing on the endpoint's
+ * health (disabled after failing for HOOKLINE_DISABLE_AFTER, or at a 410; recovered at a success).
  */
 export class DeliveryEffects {
   constructor(
@@ -58,16 +59,13 @@ export class DeliveryEffects {
     for (const action of actions) {
       switch (action) {
         case 'scheduleRetry': {
-          const schedule = this.deps.retrySchedule;
+          // The configuration's schedule now: a delivery made before a PUT waits the PUT's delays.
+          const schedule = retryScheduleOf(this.config.webhook(), this.deps.retrySchedule);
           const decision = decideRetry({ roundAttempts: Math.min(delivery.counters.roundAttempts, schedule.length - 1), schedule, outcome: outcome ?? {}, now, random: this.deps.random, jitter: this.deps.retryJitter });
           delivery.nextAttemptAt = decision.kind === 'retry' ? decision.dueAt : now;
           break;
         }
         case 'makeDueNow':
-          delivery.nextAttemptAt = now;
-          break;
-        case 'startRound':
-          delivery.counters = { ...delivery.counters, maxAttempts: this.deps.retrySchedule.length };
           delivery.nextAttemptAt = now;
           break;
         case 'recordDeadLetter': {

@@ -27,7 +27,7 @@ import { ReadyLine } from './ready-line.js';
  * (ingest, restart, retry, redrive, replay).
  *
  * A live delivery moves on the compiled delivery table (the XState machine, without its per-step
- * cost). The table names effects (`scheduleRetry`, `makeDueNow`, `startRound`, `recordDeadLetter`);
+ * cost). The table names effects (`scheduleRetry`, `makeDueNow`, `recordDeadLetter`);
  * `runEffects` gives them meaning here. Every handler changes state synchronously before its first
  * `await`, so handlers never interleave halfway through a change. A delivery in memory stays there
  * until its latest step is committed, so anything not in memory can be read from LMDB as it is;

@@ -18,7 +18,7 @@ import { firstIngestOf, isRepeatOf } from './envelope.js';
 import { nextDeliveryId } from './ordered-line.js';
 import { ProjectRecovery } from './project-recovery.js';
 import type { ConfigureInput, Webhook } from './webhook-settings.js';
-import { configureWebhook, operationalTarget, rotateSecret, withWebhookDefaults } from './webhook-settings.js';
+import { configureWebhook, operationalTarget, retryScheduleOf, rotateSecret, withWebhookDefaults } from './webhook-settings.js';
 import type { OperationalEventData, OperationalEventType } from './operational-events.js';
 import { operationalEnvelope, operationalStoreId } from './operational-events.js';
 
@@ -167,7 +167,7 @@ export class ProjectActor {
     const envelope = operationalEnvelope(id, type, data, now);
     // Only this actor reads the operational store id, and it knows these types are its own.
     const storedType = type as unknown as EventType;
-    const delivery = this.newDeliveryRecord(id, storedType, now);
+    const delivery = this.newDeliveryRecord(id, storedType, now, retryScheduleOf(this.operationalTarget(), this.deps.retrySchedule));
     const event: EventRecord = { id, type: storedType, fingerprint: '', envelope, createdAt: now, answer: { id, deliveryId: delivery.id }, deliveryIds: [delivery.id] };
     this.operational.tracked(this.deps.store.writeIngest(operationalStoreId(this.projectId), event, delivery)).then(
       () => this.operational.admit(headOf(delivery), envelope),
@@ -243,8 +243,8 @@ export class ProjectActor {
     return { answer, duplicate: false };
   }
 
-  private newDeliveryRecord(eventId: string, eventType: DeliveryRecord['eventType'], now: number): DeliveryRecord {
-    const firstDelay = this.deps.retrySchedule[0] ?? 0;
+  private newDeliveryRecord(eventId: string, eventType: DeliveryRecord['eventType'], now: number, schedule = retryScheduleOf(this.webhook, this.deps.retrySchedule)): DeliveryRecord {
+    const firstDelay = schedule[0] ?? 0;
     // Strictly increasing, so that ordered delivery finds ingest order again after a restart.
     this.lastDeliveryId = nextDeliveryId(newDeliveryId(now), this.lastDeliveryId);
     return {
@@ -254,7 +254,7 @@ export class ProjectActor {
       status: 'pending',
       attempts: 0,
       roundAttempts: 0,
-      roundSize: this.deps.retrySchedule.length,
+      roundSize: schedule.length,
       nextAttemptAt: now + firstDelay,
       createdAt: now,
       updatedAt: now,

@@ -14,6 +14,7 @@ import type { LiveDelivery } from './live-delivery.js';
 import { liveFromHead } from './live-delivery.js';
 import { operationalStoreId } from './operational-events.js';
 import type { Webhook } from './webhook-settings.js';
+import { retryScheduleOf } from './webhook-settings.js';
 
 /**
  * A project's recovery operations (retry, redrive, replay), and the prune of its deliveries past
@@ -60,7 +61,7 @@ export class ProjectRecovery {
     }
     const held = this.lifecycle.get(deliveryId);
     const delivery = held ?? this.toLive(deliveryId);
-    const step = deliveryTable.next(delivery.status, delivery.counters, { type: 'RETRY' });
+    const step = deliveryTable.next(delivery.status, delivery.counters, { type: 'RETRY', roundSize: this.roundSize() });
     if (!step) {
       if (delivery.status === 'succeeded') throw new HooklineError('HOOKLINE_ERR_DELIVERY_SUCCEEDED', `delivery ${deliveryId} already succeeded; replay its event to send it again`);
       const heldBy = this.actor.webhook()?.state !== 'active' && (delivery.status === 'pending' || delivery.status === 'retrying') ? this.actor.webhook()?.state : undefined;
@@ -106,8 +107,9 @@ export class ProjectRecovery {
 
   /** The dead letters that match, each with the REDRIVE step that starts its new round. */
   private *redrivable(filter: DeadLetterFilter) {
+    const event = { type: 'REDRIVE', roundSize: this.roundSize() } as const;
     for (const delivery of this.deadLetters(filter)) {
-      const step = deliveryTable.next(delivery.status, delivery.counters, { type: 'REDRIVE' });
+      const step = deliveryTable.next(delivery.status, delivery.counters, event);
       if (step) yield { delivery, step };
     }
   }
@@ -150,6 +152,11 @@ export class ProjectRecovery {
     this.lifecycle.circuit?.probeNow(this.deps.clock.now());
     this.lifecycle.admit(headOf(record), event.envelope);
     return record.id;
+  }
+
+  /** Attempts in a round started now: the project's retry schedule as it is, or the node's. */
+  private roundSize(): number {
+    return retryScheduleOf(this.actor.webhook(), this.deps.retrySchedule).length;
   }
 
   /** A stored delivery not in memory (terminal), as it would be held. */

@@ -26,10 +26,12 @@ export interface ConfigureInput {
   maxConcurrency?: number | null | undefined;
   /** @default null */
   rateLimitPerSecond?: number | null | undefined;
+  /** @default null */
+  retrySchedule?: number[] | null | undefined;
 }
 
 /** The fields a record written before they existed lacks. */
-type AddedLater = 'headers' | 'filter' | 'ordering' | 'operationalUrl' | 'operationalSecret' | 'maxConcurrency' | 'rateLimitPerSecond';
+type AddedLater = 'headers' | 'filter' | 'ordering' | 'operationalUrl' | 'operationalSecret' | 'maxConcurrency' | 'rateLimitPerSecond' | 'retrySchedule';
 /** A webhook configuration as the actor holds it: every field present. */
 export type Webhook = WebhookRecord & Required<Pick<WebhookRecord, AddedLater>>;
 
@@ -45,6 +47,7 @@ export function withWebhookDefaults(stored: WebhookRecord | undefined): Webhook 
     operationalSecret: stored.operationalSecret ?? null,
     maxConcurrency: stored.maxConcurrency ?? null,
     rateLimitPerSecond: stored.rateLimitPerSecond ?? null,
+    retrySchedule: stored.retrySchedule ?? null,
   };
 }
 
@@ -74,7 +77,16 @@ export function configureWebhook(existing: Webhook | undefined, input: Configure
     operationalSecret: existing?.operationalSecret ?? (input.operationalUrl ? generateSecret() : null),
     maxConcurrency: input.maxConcurrency ?? null,
     rateLimitPerSecond: input.rateLimitPerSecond ?? null,
+    retrySchedule: input.retrySchedule ?? null,
   };
+}
+
+/**
+ * The retry schedule a delivery made (or a round started) under this configuration follows: the
+ * project's own, or the node's `HOOKLINE_RETRY_SCHEDULE` when it has none.
+ */
+export function retryScheduleOf(webhook: Webhook | undefined, nodeSchedule: readonly number[]): readonly number[] {
+  return webhook?.retrySchedule ?? nodeSchedule;
 }
 
 /** Disables an endpoint that has failed for too long; null when the machine does not allow it now. */
@@ -116,6 +128,8 @@ export function operationalTarget(webhook: Webhook | undefined): Webhook | undef
     // The endpoint's limits are for the endpoint: Hookline's own reports about it are not held back by them.
     maxConcurrency: null,
     rateLimitPerSecond: null,
+    // Hookline's own reports keep the node's schedule, whatever the project chose for its endpoint.
+    retrySchedule: null,
     failingSince: null,
     disabledAt: null,
     disabledReason: null,

@@ -1,7 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { RetentionPolicy, StorageType, jetstream } from '@nats-io/jetstream';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/transport-node';
+import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import { ensureStream, reachJetStream, type SetupLog } from '../transport/nats-streams.js';
 import { pack } from 'msgpackr';
 import { DEFAULT_CHANGELOG_SNAPSHOT_EVERY } from '../config/settings.js';
@@ -71,6 +72,22 @@ export interface Compaction {
  */
 const CHUNKS_APPLYING = 4;
 
+/** A batch's header naming its writer and the batch: `<writer id>.<batch number>`. */
+const BATCH_HEADER = 'Hookline-Batch';
+
+/**
+ * Who appends to the changelog: its batches carry its id, and, when the subject's last batch is
+ * another writer's, it is asked whether it holds the partition still.
+ */
+export interface ChangelogWriter {
+  id: string;
+  /** Asked of the lease bucket, not the local clock: a node cut off from NATS trusts its clock too long. */
+  holdsPartition(partition: number): Promise<boolean>;
+}
+
+/** A writer that is never confirmed as the holder: it appends only over its own batches. */
+const anonymousWriter = (): ChangelogWriter => ({ id: randomUUID(), holdsPartition: async () => false });
+
 /** Room left in a message for its headers, below the server's max_payload. */
 const HEADER_ROOM_BYTES = 4096;
 
@@ -81,6 +98,7 @@ interface Waiter {
 
 /** One partition's appends: those waiting for the next batch, and where its subject stands. */
 interface PartitionLog {
+  partition: number;
   /**
    * Packed entries for the next batch by record key (records appended together: their keys
    * joined); a later version replaces an earlier one. An entry is never split across messages.
@@ -116,6 +134,8 @@ export class PartitionChangelog {
   private readonly reader: ChangelogReader;
   /** Partitions with appends for the next turn's batches. */
   private readonly due = new Set<PartitionLog>();
+  /** Batches this writer has published (the number in each one's BATCH_HEADER). */
+  private batchesPublished = 0;
 
   constructor(
     private readonly connection: NatsConnection,
@@ -123,6 +143,7 @@ export class PartitionChangelog {
     readonly subjectPrefix: string,
     /** Entries a partition's batches hold after its snapshot before the next is due, at the least (`HOOKLINE_CHANGELOG_SNAPSHOT_EVERY`). */
     private readonly snapshotEvery = DEFAULT_CHANGELOG_SNAPSHOT_EVERY,
+    private readonly writer: ChangelogWriter = anonymousWriter(),
   ) {
     this.js = jetstream(connection);
     this.reader = new ChangelogReader(this.js, () => this.jsm(), stream, subjectPrefix, () => this.maxPayload());
@@ -146,6 +167,7 @@ export class PartitionChangelog {
     let log = this.logs.get(partition);
     if (!log) {
       log = {
+        partition,
         subject: this.reader.subjectOf(partition, LOG_TOKEN),
         waiting: new Map(),
         waiters: [],
@@ -252,20 +274,38 @@ export class PartitionChangelog {
     return this.connection.info?.max_payload ?? 1024 * 1024;
   }
 
+  /**
+   * Publishes a batch on the condition that the subject's last batch is the one this node saw.
+   * When it is not, the last batch is read: this very batch, stored after all (a retry after a
+   * timeout whose answer was lost), is done; another writer's is appended after only when the lease
+   * bucket says this node holds the partition, so that it is a previous owner's late batch. Asked of
+   * the local clock alone, a node cut off from NATS still believed it held the partition after
+   * another had taken it over, and appended its stale ingest after the new owner's: a restore then
+   * kept the wrong one of two deliveries of one event (docs/nemesis.md, finding 2).
+   */
   private async publishBatch(log: PartitionLog, data: Buffer): Promise<void> {
     const subject = log.subject;
     const expected = log.lastSequence;
+    const batchId = `${this.writer.id}.${++this.batchesPublished}`;
+    const headers = natsHeaders();
+    headers.set(BATCH_HEADER, batchId);
     try {
       // Retried on a timeout: a replicated stream electing a new leader answers nothing for a moment.
       // A retry of a batch that was stored after all finds the subject written, and is handled below.
-      log.lastSequence = (await this.js.publish(subject, data, { retries: PUBLISH_TRIES, ...(expected !== undefined ? { expect: { lastSubjectSequence: expected } } : {}) })).seq;
+      log.lastSequence = (await this.js.publish(subject, data, { headers, retries: PUBLISH_TRIES, ...(expected !== undefined ? { expect: { lastSubjectSequence: expected } } : {}) })).seq;
     } catch (error) {
       if (!isWrongLastSequence(error) || !log.stillHeld()) throw error;
+      const last = await (await this.jsm()).streams.getMessage(this.stream, { last_by_subj: subject });
+      if (last?.header?.get(BATCH_HEADER) === batchId) {
+        log.lastSequence = last.seq;
+        return;
+      }
+      if (!(await this.writer.holdsPartition(log.partition))) throw error;
       log.foreignFrom ??= (expected ?? 0) + 1;
-      const last = await (await this.jsm()).streams.getMessage(this.stream, { last_by_subj: subject }).catch(() => null);
-      log.lastSequence = (await this.js.publish(subject, data, { retries: PUBLISH_TRIES, expect: { lastSubjectSequence: last?.seq ?? 0 } })).seq;
+      log.lastSequence = (await this.js.publish(subject, data, { headers, retries: PUBLISH_TRIES, expect: { lastSubjectSequence: last?.seq ?? 0 } })).seq;
     }
   }
+
 
   /**
    * Every record of the partition, latest version each, handed to `apply`; resolves with their

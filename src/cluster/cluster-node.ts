@@ -174,7 +174,10 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
       leases.catch(() => {});
       this.manager = await reachJetStream(this.connection, this.logger);
       this.directory = await ensureKv(this.connection, this.manager, directoryBucket(this.settings.natsStream), replicas, this.logger);
-      this.changelog = new PartitionChangelog(this.connection, `${this.settings.natsStream}_CHANGELOG`, `${this.settings.clusterSubjectPrefix}.changelog`, this.settings.changelogSnapshotEvery);
+      this.changelog = new PartitionChangelog(this.connection, `${this.settings.natsStream}_CHANGELOG`, `${this.settings.clusterSubjectPrefix}.changelog`, this.settings.changelogSnapshotEvery, {
+        id: this.nodeId,
+        holdsPartition: (partition) => this.leases.holdsInBucket(partition),
+      });
       await this.changelog.ensureStream(replicas, this.logger);
       this.rpc = new PartitionRpc(this.connection, `${this.settings.clusterSubjectPrefix}.rpc`, (request) => this.handleForwarded!(request), this.cluster.nodeId, this.logger);
       this.leases = await leases;

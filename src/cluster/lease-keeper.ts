@@ -202,6 +202,15 @@ export class LeaseKeeper implements CoordinatorLeases {
     return this.request<void>({ op: 'release', partition }).catch(() => {});
   }
 
+  /**
+   * Whether the lease bucket itself says this node holds the partition now: asked of NATS, not of
+   * the local clock (`isValid`), for the rare decision a stale view must not make. False when NATS
+   * does not answer.
+   */
+  holdsInBucket(partition: number): Promise<boolean> {
+    return this.request<boolean>({ op: 'holds', partition }).catch(() => false);
+  }
+
   liveNodes(): Promise<string[]> {
     return this.request({ op: 'liveNodes' });
   }

@@ -29,6 +29,7 @@ export type LeaseCall =
   | { op: 'join' }
   | { op: 'acquire'; partition: number }
   | { op: 'release'; partition: number }
+  | { op: 'holds'; partition: number }
   | { op: 'liveNodes' }
   | { op: 'unowned'; partitions: number }
   | { op: 'everyLiveNodeReadsSnapshots' }

@@ -52,6 +52,8 @@ async function answer(request: LeaseRequest): Promise<unknown> {
       await leases.release(request.partition);
       mirror(request.partition);
       return null;
+    case 'holds':
+      return !renewal.isSuperseded && (await leases.holder(request.partition)) === data.nodeId;
     case 'liveNodes':
       return leases.liveNodes();
     case 'unowned':

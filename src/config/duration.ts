@@ -54,6 +54,9 @@ export function parseDuration(text: string): number {
   return checkedProduct(amount, DURATION_UNITS_MS[unit], text, 'duration');
 }
 
+/** What a retry schedule looks like, as its error messages say it (the setting and the webhook field alike). */
+export const RETRY_SCHEDULE_FORMAT = 'a comma-separated list of durations (ms, s, m, h, d), such as 0,5s,5m,30m,2h';
+
 /**
  * Parses a comma-separated retry schedule such as `0,5s,5m,30m,2h,5h,10h,10h`: entry i is the
  * delay before attempt i+1 of a round, so the length is the number of attempts per round.
@@ -72,6 +75,22 @@ export function parseRetrySchedule(text: string): number[] {
       throw new TypeError(`invalid retry schedule ${JSON.stringify(text)} at entry ${index + 1}: ${reason}`);
     }
   });
+}
+
+/**
+ * A duration as `parseDuration` reads it back, in the largest unit that holds it whole
+ * (`0`, `250ms`, `5s`, `90s`, `2h`): so a schedule shown by the API is the one that was set.
+ */
+export function formatDuration(ms: number): string {
+  if (ms === 0) return '0';
+  const units = Object.entries(DURATION_UNITS_MS).reverse();
+  const [unit, size] = units.find(([, unitMs]) => ms % unitMs === 0)!;
+  return `${ms / size}${unit}`;
+}
+
+/** A schedule as `parseRetrySchedule` reads it back (`0,5s,5m`). */
+export function formatRetrySchedule(schedule: readonly number[]): string {
+  return schedule.map(formatDuration).join(',');
 }
 
 /**

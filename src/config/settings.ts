@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { z } from 'zod';
 import { HooklineError } from '../errors.js';
 import { seedUrls } from '../transport/nats-seeds.js';
-import { SVIX_RETRY_SCHEDULE_MS, parseByteSize, parseDuration, parseRetrySchedule } from './duration.js';
+import { RETRY_SCHEDULE_FORMAT, SVIX_RETRY_SCHEDULE_MS, parseByteSize, parseDuration, parseRetrySchedule } from './duration.js';
 
 /** Entries a partition's changelog takes after its snapshot before the next is due, at the least. */
 export const DEFAULT_CHANGELOG_SNAPSHOT_EVERY = 100_000;
@@ -147,7 +147,7 @@ const environmentSchema = z.object({
   HOOKLINE_API_KEY: optionalText,
   HOOKLINE_ADMIN_KEY: optionalText,
   HOOKLINE_PORTAL_FRAME_ANCESTORS: frameAncestors.optional(),
-  HOOKLINE_RETRY_SCHEDULE: setting('a comma-separated list of durations (ms, s, m, h, d), such as 0,5s,5m,30m,2h', parseRetrySchedule).optional(),
+  HOOKLINE_RETRY_SCHEDULE: setting(RETRY_SCHEDULE_FORMAT, parseRetrySchedule).optional(),
   HOOKLINE_RETRY_JITTER: flag.default(true),
   HOOKLINE_DELIVERY_TIMEOUT: timerDuration.default(15_000),
   HOOKLINE_ALLOW_PRIVATE_NETWORKS: flag.default(false),

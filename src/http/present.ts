@@ -1,3 +1,4 @@
+import { formatRetrySchedule } from '../config/duration.js';
 import { isoTime } from '../iso-time.js';
 import type { Circuit } from '../actors/circuit-breaker.js';
 import type { Webhook } from '../actors/webhook-settings.js';
@@ -20,6 +21,7 @@ export function presentWebhook(webhook: Webhook, circuit: Circuit): WebhookConfi
     operationalUrl: webhook.operationalUrl,
     maxConcurrency: webhook.maxConcurrency,
     rateLimitPerSecond: webhook.rateLimitPerSecond,
+    retrySchedule: webhook.retrySchedule === null ? null : formatRetrySchedule(webhook.retrySchedule),
     circuit: { state: circuit.state, consecutiveFailures: circuit.consecutiveFailures, openedAt: isoOrNull(circuit.openedAt), nextProbeAt: isoOrNull(circuit.nextProbeAt) },
     createdAt: isoTime(webhook.createdAt),
     updatedAt: isoTime(webhook.updatedAt),

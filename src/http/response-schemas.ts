@@ -46,6 +46,7 @@ export const webhookConfigResponse = z
     operationalUrl: z.string().nullable().describe('Where operational events go; `null` when none.'),
     maxConcurrency: z.number().int().min(1).nullable().describe('Attempts in flight to the endpoint at most, as set; `null`: the node\'s HOOKLINE_ENDPOINT_CONCURRENCY alone.'),
     rateLimitPerSecond: z.number().int().min(1).nullable().describe('Attempts started per second at most, as set; `null`: no pacing.'),
+    retrySchedule: z.string().nullable().describe('The project\'s retry schedule as set, each delay in its largest whole unit (`0,90s,2h`); `null`: the node\'s HOOKLINE_RETRY_SCHEDULE.'),
     circuit: z
       .strictObject({
         state: z.enum(CIRCUIT_STATES).describe('`closed`: attempts are sent. `open`: due attempts are failed unsent (`errorCode` `circuit_open`) until `nextProbeAt`. `half_open`: one probe is in flight.'),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { RETRY_SCHEDULE_FORMAT, formatDuration, parseRetrySchedule } from '../config/duration.js';
 import { HooklineError } from '../errors.js';
 import { expected, inputProblems, oneOf, problemsLine, strictShape, wholeNumberFrom } from '../input-messages.js';
 import { filterProblems } from '../filter/rule.js';
@@ -90,6 +91,34 @@ const MAX_CONCURRENCY = 'Attempts in flight to the endpoint at most, a whole num
 const RATE_LIMIT_PER_SECOND = `Attempts started per second at most, a whole number from ${WEBHOOK_RATE_LIMIT.min} to ${WEBHOOK_RATE_LIMIT.max}: a token bucket holding a fiftieth of a second's worth (at least one), so that any one-second window sees at most rate + rate/50 attempts start (510 at 500). A recovering endpoint gets its backlog at this pace. \`null\` or left out: no pacing. Applies to \`fifo\` delivery too.`;
 
 /**
+ * Bounds of a webhook's `retrySchedule`: each step is an attempt the delivery's log keeps, and a
+ * waiting delivery counts against HOOKLINE_MAX_WAITING_PER_PROJECT, so none may wait for years.
+ */
+export const WEBHOOK_RETRY_SCHEDULE = { maxSteps: 50, maxDelayMs: 30 * 24 * 60 * 60 * 1000 } as const;
+
+const RETRY_SCHEDULE = `The delay before each attempt of a round, in the format of the node's HOOKLINE_RETRY_SCHEDULE (${RETRY_SCHEDULE_FORMAT}); its length is the attempts per round. At most ${WEBHOOK_RETRY_SCHEDULE.maxSteps} delays of at most ${formatDuration(WEBHOOK_RETRY_SCHEDULE.maxDelayMs)} each. Applies to the project's deliveries made and rounds (retry, redrive, replay) started after the PUT; a delivery already waiting keeps its round's count of attempts. \`null\` or left out: the node's schedule.`;
+
+/** The text of HOOKLINE_RETRY_SCHEDULE, parsed by the setting's own parser, then held to the webhook's bounds. */
+const retrySchedule = z.string({ error: expected(`a retry schedule, ${RETRY_SCHEDULE_FORMAT}`) }).transform((text, context) => {
+  let schedule: number[];
+  try {
+    schedule = parseRetrySchedule(text);
+  } catch (error) {
+    context.addIssue({ code: 'custom', message: (error as Error).message });
+    return z.NEVER;
+  }
+  const tooLong = schedule.findIndex((delayMs) => delayMs > WEBHOOK_RETRY_SCHEDULE.maxDelayMs);
+  if (schedule.length > WEBHOOK_RETRY_SCHEDULE.maxSteps) {
+    context.addIssue({ code: 'custom', message: `at most ${WEBHOOK_RETRY_SCHEDULE.maxSteps} delays (attempts a round); got ${schedule.length}` });
+  } else if (tooLong !== -1) {
+    context.addIssue({ code: 'custom', message: `each delay at most ${formatDuration(WEBHOOK_RETRY_SCHEDULE.maxDelayMs)}; entry ${tooLong + 1} is ${formatDuration(schedule[tooLong]!)}` });
+  } else {
+    return schedule;
+  }
+  return z.NEVER;
+});
+
+/**
  * `PUT /v1/webhook` as a node parses it: `maxConcurrency` up to its `endpointConcurrency`. Without
  * one (the document, which no single node's setting describes), the range is given in words.
  */
@@ -113,6 +142,7 @@ export function configureWebhookBodyFor(endpointConcurrency: number | null) {
         ),
       maxConcurrency: maxConcurrency.nullable().optional().describe(MAX_CONCURRENCY),
       rateLimitPerSecond: wholeNumberFrom(WEBHOOK_RATE_LIMIT.min, WEBHOOK_RATE_LIMIT.max).nullable().optional().describe(RATE_LIMIT_PER_SECOND),
+      retrySchedule: retrySchedule.nullable().optional().describe(RETRY_SCHEDULE),
     },
     'the webhook configuration',
   );

@@ -25,7 +25,8 @@
  *   `CIRCUIT_OPEN` fails the due attempt without sending it, as from `pending`.
  * - `succeeded`: final. The receiver answered 2xx; nothing leaves it (replay makes a new delivery).
  * - `dead_lettered`: every attempt of the round failed. Left only by an operator: `RETRY` (one
- *   delivery) or `REDRIVE` (many), both back to `pending` with a fresh round (`startRound`).
+ *   delivery) or `REDRIVE` (many), both back to `pending` with a fresh round (`startRound`) of
+ *   the event's `roundSize` attempts.
  *
  * Context updates are `assign` actions whose bodies are the plain functions exported below, so
  * that the compiled transition table (transition-table.ts) runs exactly the same code. The effect
@@ -53,7 +54,15 @@ export const DELIVERY_EVENT_TYPES = [
   'REDRIVE',
 ] as const;
 export type DeliveryEventType = (typeof DELIVERY_EVENT_TYPES)[number];
-export type DeliveryEvent = { readonly type: DeliveryEventType };
+export type DeliveryEvent = {
+  readonly type: DeliveryEventType;
+  /**
+   * `RETRY` or `REDRIVE` of a dead letter: attempts in its new round, the length of the retry
+   * schedule the project has as the round starts (a PUT may have changed it since the last).
+   * @default the last round's
+   */
+  readonly roundSize?: number;
+};
 
 export interface DeliveryCounters {
   /** Every completed attempt of this delivery, across all rounds. */
@@ -92,8 +101,8 @@ export function countAttemptOutsideRound(counters: DeliveryCounters, _event: Del
   return { attempts: counters.attempts + 1, roundAttempts: counters.roundAttempts, maxAttempts: counters.maxAttempts };
 }
 
-export function startRound(counters: DeliveryCounters, _event: DeliveryEvent): DeliveryCounters {
-  return { attempts: counters.attempts, roundAttempts: 0, maxAttempts: counters.maxAttempts };
+export function startRound(counters: DeliveryCounters, event: DeliveryEvent): DeliveryCounters {
+  return { attempts: counters.attempts, roundAttempts: 0, maxAttempts: event.roundSize ?? counters.maxAttempts };
 }
 
 /** The plain functions behind the machine's named guards and `assign` actions, by name. */

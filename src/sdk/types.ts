@@ -116,6 +116,14 @@ export interface ConfigureWebhookInput {
    * @default null
    */
   rateLimitPerSecond?: number | null;
+  /**
+   * The project's own retry schedule, in the format of `HOOKLINE_RETRY_SCHEDULE`: the delay before
+   * each attempt of a round (`"0,5s,5m,30m,2h"`; units ms, s, m, h, d), its length the attempts per
+   * round; at most 50 delays of at most 30 days each. Deliveries made and rounds (retry, redrive,
+   * replay) started after the call follow it. Leaving it out (or `null`): the node's schedule.
+   * @default null
+   */
+  retrySchedule?: string | null;
 }
 
 /** How deliveries go out: concurrently (`unordered`), or one at a time in ingest order (`fifo`). */
@@ -147,6 +155,8 @@ export interface WebhookConfig {
   maxConcurrency: number | null;
   /** Attempts started per second at most, as set; `null`: no pacing. */
   rateLimitPerSecond: number | null;
+  /** The project's retry schedule as set, each delay in its largest whole unit (`"0,90s,2h"`); `null`: the node's `HOOKLINE_RETRY_SCHEDULE`. */
+  retrySchedule: string | null;
   /** The endpoint's circuit breaker, as the node serving the project holds it. */
   circuit: EndpointCircuit;
   createdAt: string;

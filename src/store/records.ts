@@ -53,6 +53,8 @@ export interface WebhookRecord {
   maxConcurrency?: number | null;
   /** Attempts started per second at most (a token bucket, endpoint-pacing.ts); null: unpaced. */
   rateLimitPerSecond?: number | null;
+  /** Delay in ms before each attempt of a round, for the project's new deliveries and rounds; null: the node's HOOKLINE_RETRY_SCHEDULE. */
+  retrySchedule?: number[] | null;
 }
 
 export interface IngestAnswer {

@@ -14,6 +14,7 @@ import type { SendEventInput } from '../../src/sdk/index.js';
 import { publishEvent, type PublishEventResult } from '../../src/sdk/nats.js';
 import { makeTempDir } from './temp-dir.js';
 import { waitFor } from './wait-for.js';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 
 /** The shared NATS (JetStream enabled) every test may use; never stopped by a test. */
 export const SHARED_NATS_URL = process.env.HOOKLINE_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
@@ -69,6 +70,37 @@ export function waitForConsumerDrained(manager: JetStreamManager, names: NatsNam
     },
     { timeoutMs, intervalMs: 25, message: `consumer ${names.natsDurable} on ${names.natsStream} to ack everything` },
   );
+}
+
+/** What a test file of the NATS transport shares: a connection to the shared JetStream and its manager, set in `beforeAll`. */
+export interface SharedJetStream {
+  nc: NatsConnection;
+  manager: JetStreamManager;
+  /** Streams a test made: deleted after it. */
+  readonly streams: Set<string>;
+  /** Transports a test started: stopped after it, before its streams are deleted. */
+  readonly transports: Array<{ stop(): Promise<void> }>;
+}
+
+/**
+ * Registers the file's hooks: connects to the shared JetStream before its tests, stops each test's
+ * transports and deletes its streams after it, and closes the connection at the end.
+ */
+export function useSharedJetStream(): SharedJetStream {
+  const shared = { streams: new Set<string>(), transports: [] } as unknown as SharedJetStream;
+  beforeAll(async () => {
+    shared.nc = await connectNats(SHARED_NATS_URL);
+    shared.manager = await jetstreamManager(shared.nc);
+  });
+  afterEach(async () => {
+    for (const transport of shared.transports.splice(0)) await transport.stop();
+    await deleteStreams(shared.nc, shared.streams);
+    shared.streams.clear();
+  });
+  afterAll(async () => {
+    await shared.nc?.close();
+  });
+  return shared;
 }
 
 /**

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { pack, unpackMultiple } from 'msgpackr';
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { PartitionChangelog } from '../../src/cluster/changelog.js';
-import type { ChangelogRecord, RestoredChange } from '../../src/cluster/changelog.js';
+import type { ChangelogRecord, ChangelogWriter, RestoredChange } from '../../src/cluster/changelog.js';
 import type { DeliveryChange, DeliveryRecord, EventRecord } from '../../src/store/records.js';
 import { SHARED_NATS_URL, connectNats, deleteStreams } from '../helpers/nats.js';
 import { deliveryWithTransitions } from '../helpers/store-fixtures.js';
@@ -75,10 +75,16 @@ const step = (transitionIndex: number, status: DeliveryRecord['status'], attempt
 /** The lease check of an append: held throughout. */
 const held = () => true;
 
-/** A changelog on a stream of its own, restored for `partition` so that it may append there. */
-async function changelogHolding(partition: number): Promise<{ changelog: PartitionChangelog; stream: string; prefix: string }> {
+/** A writer the lease bucket confirms as the partitions' holder. */
+const confirmedHolder = (id: string): ChangelogWriter => ({ id, holdsPartition: async () => true });
+
+/**
+ * A changelog on a stream of its own, restored for `partition` so that it may append there; by
+ * default its writer is the confirmed holder (it appends after another writer's late batch).
+ */
+async function changelogHolding(partition: number, writer: ChangelogWriter = confirmedHolder(`holder-${partition}`)): Promise<{ changelog: PartitionChangelog; stream: string; prefix: string }> {
   const { stream, prefix } = names();
-  const changelog = new PartitionChangelog(nc, stream, prefix);
+  const changelog = new PartitionChangelog(nc, stream, prefix, undefined, writer);
   await changelog.ensureStream();
   await changelog.restore(partition, () => {});
   return { changelog, stream, prefix };
@@ -271,7 +277,8 @@ describe('partition changelog', () => {
   });
 
   it('refuses a batch from a node that lost the partition once the new owner has appended; the holder\'s batch wins', async () => {
-    const { changelog: old, stream, prefix } = await changelogHolding(1);
+    // The lease bucket no longer names this writer once the partition has moved.
+    const { changelog: old, stream, prefix } = await changelogHolding(1, { id: 'node-old', holdsPartition: async () => false });
     await old.append(1, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_x', 2, 'delivering') }, held);
 
     const owner = new PartitionChangelog(nc, stream, prefix);
@@ -282,10 +289,28 @@ describe('partition changelog', () => {
     await expect(old.append(1, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_x', 3, 'retrying') }, () => false)).rejects.toThrow(/wrong last sequence/);
     expect((await restored(new PartitionChangelog(nc, stream, prefix), 1)).get('dlv_x')!.record).toMatchObject({ status: 'retrying', attempts: 3 });
 
-    // A holder whose view is stale (its ack was lost, say) appends again over the current last sequence.
-    await old.append(1, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_x', 6, 'succeeded') }, held);
-    expect((await restored(new PartitionChangelog(nc, stream, prefix), 1)).get('dlv_x')!.record).toMatchObject({ status: 'succeeded' });
+    // Its clock says it holds the partition still (it is cut off from NATS, say), but the lease
+    // bucket does not: refused too, never laid after the new owner's batch (docs/nemesis.md, finding 2).
+    await expect(old.append(1, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_x', 6, 'succeeded') }, held)).rejects.toThrow(/wrong last sequence/);
+    expect((await restored(new PartitionChangelog(nc, stream, prefix), 1)).get('dlv_x')!.record).toMatchObject({ status: 'retrying', attempts: 3 });
   });
+
+  it('lays the holder\'s batch after a previous owner\'s late one, when the lease bucket confirms the holder', async () => {
+    const { stream, prefix } = names();
+    const holder = new PartitionChangelog(nc, stream, prefix, undefined, confirmedHolder('node-new'));
+    await holder.ensureStream();
+    await holder.restore(1, () => {});
+    // A batch of the previous owner's lands after the holder's restore (its publish was delayed).
+    const previous = new PartitionChangelog(nc, stream, prefix, undefined, { id: 'node-old', holdsPartition: async () => false });
+    await previous.restore(1, () => {});
+    await previous.append(1, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_late', 1, 'pending') }, held);
+
+    await holder.append(1, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_x', 6, 'succeeded') }, held);
+    const records = await restored(new PartitionChangelog(nc, stream, prefix), 1);
+    expect(records.get('dlv_x')!.record).toMatchObject({ status: 'succeeded' });
+    expect(records.get('dlv_late')!.record).toMatchObject({ status: 'pending' });
+  });
+
 });
 
 describe('partition changelog snapshots', () => {

@@ -1,14 +1,12 @@
-import { RetentionPolicy, StorageType, jetstreamManager } from '@nats-io/jetstream';
-import type { JetStreamManager } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/transport-node';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import { describe, expect, it } from 'vitest';
 import { HooklineError } from '../../src/errors.js';
 import { publishEvent } from '../../src/sdk/nats.js';
 import type { EventInput } from '../../src/transport/event-input.js';
 import { DEFAULT_MAX_ACK_PENDING, NatsTransport } from '../../src/transport/nats.js';
 import { PARKED_MAX_ACK_PENDING, parkedConsumerName } from '../../src/transport/nats-parking.js';
 import type { EventSink, IngestResult } from '../../src/transport/types.js';
-import { SHARED_NATS_URL, connectNats, deleteStreams, uniqueNatsNames, waitForConsumerDrained } from '../helpers/nats.js';
+import { SHARED_NATS_URL, uniqueNatsNames, useSharedJetStream, waitForConsumerDrained } from '../helpers/nats.js';
 import type { NatsNames } from '../helpers/nats.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -18,25 +16,8 @@ import { waitFor } from '../helpers/wait-for.js';
  * HOOKLINE_MAX_WAITING_PER_PROJECT.
  */
 
-let nc: NatsConnection;
-let manager: JetStreamManager;
-const streams = new Set<string>();
-const transports: NatsTransport[] = [];
-
-beforeAll(async () => {
-  nc = await connectNats(SHARED_NATS_URL);
-  manager = await jetstreamManager(nc);
-});
-
-afterEach(async () => {
-  for (const transport of transports.splice(0)) await transport.stop();
-  await deleteStreams(nc, streams);
-  streams.clear();
-});
-
-afterAll(async () => {
-  await nc?.close();
-});
+const jetStream = useSharedJetStream();
+const { streams, transports } = jetStream;
 
 /** Takes every project's events but project `a`'s beyond its room, which it refuses `overloaded`. */
 class RoomSink implements EventSink {
@@ -76,18 +57,18 @@ async function startTransport(sink: EventSink, names: NatsNames, options: Partia
 async function publishMany(names: NatsNames, projectId: string, tag: string, count: number): Promise<string[]> {
   const ids = Array.from({ length: count }, (_, n) => `evt_${tag}_${n}`);
   for (let start = 0; start < count; start += 500) {
-    await Promise.all(ids.slice(start, start + 500).map((id) => publishEvent(nc, projectId, { id, type: 'service.trigger.event', data: {} }, { subjectPrefix: names.natsSubjectPrefix })));
+    await Promise.all(ids.slice(start, start + 500).map((id) => publishEvent(jetStream.nc, projectId, { id, type: 'service.trigger.event', data: {} }, { subjectPrefix: names.natsSubjectPrefix })));
   }
   return ids;
 }
 
 const mainDrained = (names: NatsNames) =>
   waitFor(async () => {
-    const info = await manager.consumers.info(names.natsStream, names.natsDurable);
+    const info = await jetStream.manager.consumers.info(names.natsStream, names.natsDurable);
     return info.num_pending === 0 && info.num_ack_pending === 0 ? info : null;
   }, { message: 'the main consumer to have acked or set aside every message' });
 
-const parkOf = (names: NatsNames) => manager.consumers.info(names.natsStream, parkedConsumerName(names.natsDurable, 'a')).catch(() => null);
+const parkOf = (names: NatsNames) => jetStream.manager.consumers.info(names.natsStream, parkedConsumerName(names.natsDurable, 'a')).catch(() => null);
 
 describe('parked projects', () => {
   it("sets a refused project's messages aside: the window stays free for the others, and they are taken in stream order once it has room", async () => {
@@ -112,7 +93,7 @@ describe('parked projects', () => {
     // Unparked: its next events come through the main consumer again, at once.
     const [late] = await publishMany(names, 'a', 'late', 1);
     await waitFor(() => sink.taken.includes(late!), { timeoutMs: 2_000, message: 'an event after the unpark' });
-    await waitForConsumerDrained(manager, names);
+    await waitForConsumerDrained(jetStream.manager, names);
   }, 60_000);
 
   it('a new transport on the same durable resumes the park an earlier one left, and takes every message set aside', async () => {
@@ -150,7 +131,7 @@ describe('parked projects', () => {
 
   it('without a park (a work-queue stream refuses a second consumer over its subjects), naks the refused messages: nothing acked, all taken later', async () => {
     const names = newNames();
-    await manager.streams.add({ name: names.natsStream, subjects: [`${names.natsSubjectPrefix}.>`], storage: StorageType.File, retention: RetentionPolicy.Workqueue });
+    await jetStream.manager.streams.add({ name: names.natsStream, subjects: [`${names.natsSubjectPrefix}.>`], storage: StorageType.File, retention: RetentionPolicy.Workqueue });
     const sink = new RoomSink(0);
     const warnings: string[] = [];
     const quiet = () => {};
@@ -158,7 +139,7 @@ describe('parked projects', () => {
     const ids = await publishMany(names, 'a', 'a', 20);
     await waitFor(() => warnings.some((line) => /could not be parked; they are nak'ed meanwhile/.test(line)), { message: 'the warning' });
     expect(await parkOf(names)).toBeNull();
-    expect((await manager.consumers.info(names.natsStream, names.natsDurable)).num_ack_pending).toBe(20);
+    expect((await jetStream.manager.consumers.info(names.natsStream, names.natsDurable)).num_ack_pending).toBe(20);
     sink.room = Infinity;
     await waitFor(() => ids.every((id) => sink.taken.includes(id)), { timeoutMs: 20_000, message: 'every refused message, redelivered' });
   }, 30_000);

@@ -1,7 +1,5 @@
-import { AckPolicy, StorageType, jetstream, jetstreamManager } from '@nats-io/jetstream';
-import type { JetStreamManager } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/transport-node';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { AckPolicy, StorageType, jetstream } from '@nats-io/jetstream';
+import { describe, expect, it } from 'vitest';
 import { HooklineError } from '../../src/errors.js';
 import { publishEvent } from '../../src/sdk/nats.js';
 import type { EventInput } from '../../src/transport/event-input.js';
@@ -9,7 +7,7 @@ import { MAX_MESSAGES_PER_TURN, NatsTransport } from '../../src/transport/nats.j
 import type { EventSink, IngestResult, Rejection } from '../../src/transport/types.js';
 import { decodeVerdict, verdictSubjectPrefix } from '../../src/transport/verdict.js';
 import type { EventVerdict } from '../../src/transport/verdict.js';
-import { SHARED_NATS_URL, connectNats, deleteStreams, uniqueNatsNames, waitForConsumerDrained } from '../helpers/nats.js';
+import { SHARED_NATS_URL, uniqueNatsNames, useSharedJetStream, waitForConsumerDrained } from '../helpers/nats.js';
 import type { NatsNames } from '../helpers/nats.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -18,25 +16,8 @@ import { waitFor } from '../helpers/wait-for.js';
  * engine: the ack / nak / term mapping and flow control, which the whole-node tests cannot steer.
  */
 
-let nc: NatsConnection;
-let manager: JetStreamManager;
-const streams = new Set<string>();
-const transports: NatsTransport[] = [];
-
-beforeAll(async () => {
-  nc = await connectNats(SHARED_NATS_URL);
-  manager = await jetstreamManager(nc);
-});
-
-afterEach(async () => {
-  for (const transport of transports.splice(0)) await transport.stop();
-  await deleteStreams(nc, streams);
-  streams.clear();
-});
-
-afterAll(async () => {
-  await nc?.close();
-});
+const jetStream = useSharedJetStream();
+const { streams, transports } = jetStream;
 
 /** A sink that records every call and answers as `ingest` says (default: accepted at once). */
 class ScriptedSink implements EventSink {
@@ -77,7 +58,7 @@ async function startTransport(sink: EventSink, options: Partial<ConstructorParam
   return { transport, names };
 }
 
-const publish = (names: NatsNames, id: string, projectId = 'default') => publishEvent(nc, projectId, { id, type: 'service.trigger.event', data: { id } }, { subjectPrefix: names.natsSubjectPrefix });
+const publish = (names: NatsNames, id: string, projectId = 'default') => publishEvent(jetStream.nc, projectId, { id, type: 'service.trigger.event', data: { id } }, { subjectPrefix: names.natsSubjectPrefix });
 
 describe('NatsTransport ack / nak / term', () => {
   it('naks a transient ingest failure with a delay and acks the redelivery once it is stored', async () => {
@@ -88,7 +69,7 @@ describe('NatsTransport ack / nak / term', () => {
     await publish(names, 'evt_flaky');
     await publish(names, 'evt_steady');
 
-    const consumer = await waitForConsumerDrained(manager, names);
+    const consumer = await waitForConsumerDrained(jetStream.manager, names);
     expect(sink.ingested.filter((entry) => entry.input.id === 'evt_flaky')).toHaveLength(3);
     expect(sink.ingested.filter((entry) => entry.input.id === 'evt_steady')).toHaveLength(1);
     expect(consumer.num_redelivered).toBe(0); // once acked, nothing is left awaiting redelivery
@@ -101,7 +82,7 @@ describe('NatsTransport ack / nak / term', () => {
     });
     const { names } = await startTransport(sink);
     await publish(names, 'evt_clash');
-    await waitForConsumerDrained(manager, names);
+    await waitForConsumerDrained(jetStream.manager, names);
     expect(sink.ingested).toHaveLength(1);
     expect(sink.rejected).toEqual([expect.objectContaining({ projectId: 'default', reason: 'event_id_conflict', source: `nats:${names.natsSubjectPrefix}.default#1` })]);
   });
@@ -111,9 +92,9 @@ describe('NatsTransport ack / nak / term', () => {
       if (attempt === 1) throw new HooklineError('HOOKLINE_ERR_STORAGE', 'disk full (test)');
     });
     const { names } = await startTransport(sink);
-    await jetstream(nc).publish(`${names.natsSubjectPrefix}.default`, JSON.stringify({ id: 'evt_body', type: 'service.trigger.event', data: {} }), { msgID: 'evt_header' });
+    await jetstream(jetStream.nc).publish(`${names.natsSubjectPrefix}.default`, JSON.stringify({ id: 'evt_body', type: 'service.trigger.event', data: {} }), { msgID: 'evt_header' });
 
-    await waitForConsumerDrained(manager, names);
+    await waitForConsumerDrained(jetStream.manager, names);
     expect(sink.ingested).toEqual([]);
     expect(sink.rejectCalls).toBe(2);
     expect(sink.rejected).toEqual([expect.objectContaining({ reason: 'validation_failed', details: [{ path: 'id', message: 'must equal Nats-Msg-Id' }] })]);
@@ -122,10 +103,10 @@ describe('NatsTransport ack / nak / term', () => {
   it('words a validation rejection as HTTP does, without an empty path in front of a problem with the whole body', async () => {
     const sink = new ScriptedSink();
     const { names } = await startTransport(sink);
-    const js = jetstream(nc);
+    const js = jetstream(jetStream.nc);
     await js.publish(`${names.natsSubjectPrefix}.default`, JSON.stringify({ type: 'service.trigger.event', data: {}, payload: {} }), { msgID: 'evt_extra' });
     await js.publish(`${names.natsSubjectPrefix}.default`, JSON.stringify({ type: 'service.trigger.event' }), { msgID: 'evt_nodata' });
-    await waitForConsumerDrained(manager, names);
+    await waitForConsumerDrained(jetStream.manager, names);
     const byId = Object.fromEntries(sink.rejected.map((rejection) => [rejection.source.split('#')[1], rejection]));
     expect(byId['1']).toMatchObject({ reason: 'validation_failed', message: 'unknown key "payload": an event may hold only id, type, data, metadata, timestamp' });
     expect(byId['2']).toMatchObject({ reason: 'validation_failed', message: 'data: required, an object', details: [{ path: 'data', message: 'required, an object' }] });
@@ -152,8 +133,8 @@ describe('NatsTransport ack / nak / term', () => {
   it('takes the event id from Nats-Msg-Id when the body has none', async () => {
     const sink = new ScriptedSink();
     const { names } = await startTransport(sink);
-    await jetstream(nc).publish(`${names.natsSubjectPrefix}.default`, JSON.stringify({ type: 'service.trigger.disabled', data: { x: 1 } }), { msgID: 'evt_from_header' });
-    await waitForConsumerDrained(manager, names);
+    await jetstream(jetStream.nc).publish(`${names.natsSubjectPrefix}.default`, JSON.stringify({ type: 'service.trigger.disabled', data: { x: 1 } }), { msgID: 'evt_from_header' });
+    await waitForConsumerDrained(jetStream.manager, names);
     expect(sink.ingested).toEqual([{ projectId: 'default', input: { id: 'evt_from_header', type: 'service.trigger.disabled', data: { x: 1 } } }]);
   });
 
@@ -162,8 +143,8 @@ describe('NatsTransport ack / nak / term', () => {
       if (attempt === 1) throw new HooklineError('HOOKLINE_ERR_STORAGE', 'disk full (test)');
     });
     const { names } = await startTransport(sink);
-    await jetstream(nc).publish(`${names.natsSubjectPrefix}.default`, JSON.stringify({ type: 'service.trigger.event', data: {} }));
-    await waitForConsumerDrained(manager, names);
+    await jetstream(jetStream.nc).publish(`${names.natsSubjectPrefix}.default`, JSON.stringify({ type: 'service.trigger.event', data: {} }));
+    await waitForConsumerDrained(jetStream.manager, names);
     expect(sink.ingested).toHaveLength(2);
     expect(sink.ingested[0]!.input.id).toMatch(/^evt_js1_\d+$/);
     expect(sink.ingested[1]!.input.id).toBe(sink.ingested[0]!.input.id);
@@ -189,16 +170,16 @@ describe('NatsTransport batches', () => {
     // Everything is in the stream before the transport starts, so its first pull brings it all.
     const names = uniqueNatsNames();
     streams.add(names.natsStream);
-    await manager.streams.add({ name: names.natsStream, subjects: [`${names.natsSubjectPrefix}.>`], storage: StorageType.File });
+    await jetStream.manager.streams.add({ name: names.natsStream, subjects: [`${names.natsSubjectPrefix}.>`], storage: StorageType.File });
     const verdicts = new Map<string, EventVerdict>();
-    const subscription = nc.subscribe(`${verdictSubjectPrefix(names.natsSubjectPrefix)}.>`, {
+    const subscription = jetStream.nc.subscribe(`${verdictSubjectPrefix(names.natsSubjectPrefix)}.>`, {
       callback: (_error, message) => {
         const verdict = decodeVerdict(message.data);
         if (verdict) verdicts.set(verdict.id, verdict);
       },
     });
-    await nc.flush();
-    const js = jetstream(nc);
+    await jetStream.nc.flush();
+    const js = jetstream(jetStream.nc);
     const subject = `${names.natsSubjectPrefix}.default`;
     const good = ['evt_ok_1', 'evt_ok_2', 'evt_ok_3', 'evt_ok_4', 'evt_ok_5'];
     for (const id of good.slice(0, 3)) await publish(names, id);
@@ -212,7 +193,7 @@ describe('NatsTransport batches', () => {
     const transport = new NatsTransport({ servers: SHARED_NATS_URL, stream: names.natsStream, subjectPrefix: names.natsSubjectPrefix, durable: names.natsDurable, nakDelayMs: 50 });
     transports.push(transport);
     await transport.start(sink);
-    const consumer = await waitForConsumerDrained(manager, names);
+    const consumer = await waitForConsumerDrained(jetStream.manager, names);
     await waitFor(() => verdicts.size === 10, { message: 'a verdict for every message' });
     subscription.unsubscribe();
 
@@ -236,11 +217,11 @@ describe('NatsTransport flow control', () => {
     const sink = new ScriptedSink(() => released);
     const maxAckPending = 2048; // NatsTransport's default
     const { names } = await startTransport(sink);
-    const consumerConfig = (await manager.consumers.info(names.natsStream, names.natsDurable)).config;
+    const consumerConfig = (await jetStream.manager.consumers.info(names.natsStream, names.natsDurable)).config;
     expect(consumerConfig.max_ack_pending).toBe(maxAckPending);
 
     const total = 5_000;
-    const js = jetstream(nc);
+    const js = jetstream(jetStream.nc);
     const subject = `${names.natsSubjectPrefix}.default`;
     for (let start = 0; start < total; start += 500) {
       await Promise.all(Array.from({ length: Math.min(500, total - start) }, (_, i) => js.publish(subject, JSON.stringify({ id: `evt_burst_${start + i}`, type: 'service.trigger.event', data: {} }))));
@@ -250,7 +231,7 @@ describe('NatsTransport flow control', () => {
     await waitFor(() => sink.inflight === maxAckPending, { timeoutMs: 10_000, message: `${maxAckPending} ingests in flight` });
     const stalled = await waitFor(
       async () => {
-        const info = await manager.consumers.info(names.natsStream, names.natsDurable);
+        const info = await jetStream.manager.consumers.info(names.natsStream, names.natsDurable);
         return info.num_ack_pending === maxAckPending && info.num_pending === total - maxAckPending ? info : null;
       },
       { message: 'the server to hold back the rest' },
@@ -259,7 +240,7 @@ describe('NatsTransport flow control', () => {
     expect(sink.maxInflight).toBe(maxAckPending);
 
     release();
-    const drained = await waitForConsumerDrained(manager, names, 15_000);
+    const drained = await waitForConsumerDrained(jetStream.manager, names, 15_000);
     expect(drained.ack_floor.stream_seq).toBe(total);
     expect(sink.ingested).toHaveLength(total);
     expect(sink.maxInflight).toBeLessThanOrEqual(maxAckPending);
@@ -270,28 +251,28 @@ describe('NatsTransport flow control', () => {
     // consumers are given fewer now), then a transport started on it with 64.
     const names = uniqueNatsNames();
     streams.add(names.natsStream);
-    await manager.streams.add({ name: names.natsStream, subjects: [`${names.natsSubjectPrefix}.>`], storage: StorageType.File });
-    await manager.consumers.add(names.natsStream, { durable_name: names.natsDurable, ack_policy: AckPolicy.Explicit, filter_subject: `${names.natsSubjectPrefix}.>`, max_ack_pending: 2048 });
+    await jetStream.manager.streams.add({ name: names.natsStream, subjects: [`${names.natsSubjectPrefix}.>`], storage: StorageType.File });
+    await jetStream.manager.consumers.add(names.natsStream, { durable_name: names.natsDurable, ack_policy: AckPolicy.Explicit, filter_subject: `${names.natsSubjectPrefix}.>`, max_ack_pending: 2048 });
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     const sink = new ScriptedSink(() => released);
     const transport = new NatsTransport({ servers: SHARED_NATS_URL, stream: names.natsStream, subjectPrefix: names.natsSubjectPrefix, durable: names.natsDurable, maxAckPending: 64, batch: 64 });
     await transport.start(sink);
     transports.push(transport);
-    expect((await manager.consumers.info(names.natsStream, names.natsDurable)).config.max_ack_pending).toBe(64);
+    expect((await jetStream.manager.consumers.info(names.natsStream, names.natsDurable)).config.max_ack_pending).toBe(64);
 
     const total = 300;
     await Promise.all(Array.from({ length: total }, (_, i) => publish(names, `evt_bound_${i}`)));
     await waitFor(() => sink.inflight === 64, { timeoutMs: 10_000, message: '64 ingests in flight' });
     const stalled = await waitFor(async () => {
-      const info = await manager.consumers.info(names.natsStream, names.natsDurable);
+      const info = await jetStream.manager.consumers.info(names.natsStream, names.natsDurable);
       return info.num_ack_pending === 64 && info.num_pending === total - 64 ? info : null;
     }, { message: 'the server to hold back the rest' });
     expect(stalled.delivered.stream_seq).toBe(64);
     expect(sink.maxInflight).toBe(64);
 
     release();
-    const drained = await waitForConsumerDrained(manager, names, 15_000);
+    const drained = await waitForConsumerDrained(jetStream.manager, names, 15_000);
     expect(drained.ack_floor.stream_seq).toBe(total);
     expect(sink.maxInflight).toBe(64);
   });
@@ -299,12 +280,12 @@ describe('NatsTransport flow control', () => {
   it('leaves an existing durable consumer its own max_ack_pending when none is given (the single-node consumer)', async () => {
     const names = uniqueNatsNames();
     streams.add(names.natsStream);
-    await manager.streams.add({ name: names.natsStream, subjects: [`${names.natsSubjectPrefix}.>`], storage: StorageType.File });
-    await manager.consumers.add(names.natsStream, { durable_name: names.natsDurable, ack_policy: AckPolicy.Explicit, filter_subject: `${names.natsSubjectPrefix}.>`, max_ack_pending: 100 });
+    await jetStream.manager.streams.add({ name: names.natsStream, subjects: [`${names.natsSubjectPrefix}.>`], storage: StorageType.File });
+    await jetStream.manager.consumers.add(names.natsStream, { durable_name: names.natsDurable, ack_policy: AckPolicy.Explicit, filter_subject: `${names.natsSubjectPrefix}.>`, max_ack_pending: 100 });
     const transport = new NatsTransport({ servers: SHARED_NATS_URL, stream: names.natsStream, subjectPrefix: names.natsSubjectPrefix, durable: names.natsDurable });
     await transport.start(new ScriptedSink());
     transports.push(transport);
-    expect((await manager.consumers.info(names.natsStream, names.natsDurable)).config.max_ack_pending).toBe(100);
+    expect((await jetStream.manager.consumers.info(names.natsStream, names.natsDurable)).config.max_ack_pending).toBe(100);
   });
 
   /** The most messages the transport handed to its sink in one turn of the event loop, draining a backlog of 2,000. */
@@ -323,9 +304,9 @@ describe('NatsTransport flow control', () => {
     // The backlog is in the stream before the transport starts: its pulls bring hundreds of small messages per socket read.
     const names = uniqueNatsNames();
     streams.add(names.natsStream);
-    await manager.streams.add({ name: names.natsStream, subjects: [`${names.natsSubjectPrefix}.>`], storage: StorageType.File });
+    await jetStream.manager.streams.add({ name: names.natsStream, subjects: [`${names.natsSubjectPrefix}.>`], storage: StorageType.File });
     const total = 2_000;
-    const js = jetstream(nc);
+    const js = jetstream(jetStream.nc);
     const subject = `${names.natsSubjectPrefix}.default`;
     for (let start = 0; start < total; start += 500) {
       await Promise.all(Array.from({ length: 500 }, (_, i) => js.publish(subject, `{"id":"evt_backlog_${start + i}","type":"service.trigger.event","data":{}}`)));
@@ -334,7 +315,7 @@ describe('NatsTransport flow control', () => {
     transports.push(transport);
     await transport.start(sink);
 
-    const drained = await waitForConsumerDrained(manager, names, 15_000);
+    const drained = await waitForConsumerDrained(jetStream.manager, names, 15_000);
     expect(drained.ack_floor.stream_seq).toBe(total);
     expect(sink.ingested).toHaveLength(total);
     counting = false;
@@ -364,7 +345,7 @@ describe('NatsTransport flow control', () => {
     release();
     await stopping;
     expect(sink.inflight).toBe(0);
-    const info = await manager.consumers.info(names.natsStream, names.natsDurable);
+    const info = await jetStream.manager.consumers.info(names.natsStream, names.natsDurable);
     expect(info.ack_floor.stream_seq).toBe(1);
   });
 });

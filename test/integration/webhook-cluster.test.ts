@@ -8,7 +8,8 @@ import { waitFor } from '../helpers/wait-for.js';
 /**
  * Issue 15 in cluster mode: headers, filter, ordering and the operational URL and secret are part of
  * the webhook record, which the partition changelog carries whole; a new owner after kill -9 has
- * them all and acts on them. So are issue 35's delivery limits (`maxConcurrency`, `rateLimitPerSecond`).
+ * them all and acts on them. So are issue 35's delivery limits (`maxConcurrency`, `rateLimitPerSecond`)
+ * and issue 38's `retrySchedule`, which the new owner's deliveries take their round from.
  */
 
 beforeAll(() => ensureBuilt(), 120_000);
@@ -34,6 +35,7 @@ describe('delivery features in a cluster', () => {
       operationalUrl: ops.url,
       maxConcurrency: 3,
       rateLimitPerSecond: 40,
+      retrySchedule: '0,1s,1m',
     };
     // Configured through the node that does not own the project: forwarded to the owner.
     const put = await c.apiSettled(survivor, 'PUT', '/v1/webhook', { key: apiKey, body: config });
@@ -56,8 +58,15 @@ describe('delivery features in a cluster', () => {
 
     expect((await send('evt_small_2', 5)).deliveryId).toBeNull();
     gone = true;
-    expect((await send('evt_big_2', 500)).deliveryId).toMatch(/^dlv_/);
+    const madeBySurvivor = (await send('evt_big_2', 500)).deliveryId;
+    expect(madeBySurvivor).toMatch(/^dlv_/);
     await waitFor(() => ops.received.length === 1, { timeoutMs: 10_000, message: 'the disabled report from the new owner' });
+    // Made by the new owner with the project's round of three (the nodes' is five); its 410 counts outside the round.
+    const goneDelivery = await waitFor(async () => {
+      const detail = (await c.apiSettled(survivor, 'GET', `/v1/logs/webhook-deliveries/${madeBySurvivor}`, { key: apiKey })).body;
+      return detail.attempts === 1 ? detail : null;
+    }, { timeoutMs: 10_000, message: 'the 410 attempt of the new owner\'s delivery' });
+    expect(goneDelivery).toMatchObject({ status: 'pending', attempts: 1, maxAttempts: 4 });
     expect(ops.received[0]!.envelope).toMatchObject({ type: 'hookline.endpoint.disabled', data: { projectId, reason: 'the endpoint answered 410 Gone' } });
     expect(ops.received[0]!.verified).toBe(true);
     // At least once: the first may come again from the new owner when its outcome was not replicated before the kill.

@@ -1,5 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { SVIX_RETRY_SCHEDULE_MS, parseByteSize, parseDuration, parseRetrySchedule } from '../../src/config/duration.js';
+import { SVIX_RETRY_SCHEDULE_MS, formatDuration, formatRetrySchedule, parseByteSize, parseDuration, parseRetrySchedule } from '../../src/config/duration.js';
 
 describe('parseDuration', () => {
   it.each([
@@ -36,6 +37,34 @@ describe('parseRetrySchedule', () => {
 
   it('says which entry is wrong', () => {
     expect(() => parseRetrySchedule('0,5s,oops')).toThrow(/entry 3/);
+  });
+});
+
+describe('formatRetrySchedule', () => {
+  it.each([
+    [[0], '0'],
+    [[1, 999, 1_000, 90_000, 3_600_000, 86_400_000], '1ms,999ms,1s,90s,1h,1d'],
+    [[...SVIX_RETRY_SCHEDULE_MS], '0,5s,5m,30m,2h,5h,10h,10h'],
+  ])('%j is %j', (schedule, text) => {
+    expect(formatRetrySchedule(schedule)).toBe(text);
+  });
+
+  it('parseRetrySchedule reads back every schedule it writes, and the text it reads writes back alike', () => {
+    // Delays in whole units of each size, so that every unit is written, up to the largest safe duration.
+    const delay = fc.oneof(
+      fc.constant(0),
+      fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+      fc.constantFrom(1, 1_000, 60_000, 3_600_000, 86_400_000).chain((unit) => fc.integer({ min: 1, max: Math.floor(Number.MAX_SAFE_INTEGER / unit) }).map((n) => n * unit)),
+    );
+    fc.assert(
+      fc.property(fc.array(delay, { minLength: 1, maxLength: 60 }), (schedule) => {
+        const text = formatRetrySchedule(schedule);
+        expect(parseRetrySchedule(text)).toEqual(schedule);
+        expect(formatRetrySchedule(parseRetrySchedule(text.toUpperCase().replaceAll(',', ' , ')))).toBe(text);
+        for (const ms of schedule) expect(parseDuration(formatDuration(ms))).toBe(ms);
+      }),
+      { seed: 3804, numRuns: 500 },
+    );
   });
 });
 

@@ -18,6 +18,8 @@ const SEED = 20_251_122;
 type Snapshot = SnapshotFrom<typeof deliveryMachine>;
 
 const eventArb: fc.Arbitrary<DeliveryEvent> = fc.constantFrom(...DELIVERY_EVENT_TYPES).map((type) => ({ type }));
+/** Any event, with or without a new round's size (which only RETRY and REDRIVE of a dead letter read). */
+const eventWithRoundSizeArb: fc.Arbitrary<DeliveryEvent> = fc.record({ type: fc.constantFrom(...DELIVERY_EVENT_TYPES), roundSize: fc.integer({ min: 1, max: 50 }) }, { requiredKeys: ['type'] });
 /** Biased towards the attempt loop so that long sequences reach retrying and dead_lettered. */
 const lifecycleEventArb: fc.Arbitrary<DeliveryEvent> = fc.oneof(
   { weight: 4, arbitrary: fc.constant<DeliveryEvent>({ type: 'START_ATTEMPT' }) },
@@ -107,7 +109,7 @@ describe('delivery machine: compiled table against XState', () => {
 
   it('agrees with XState for arbitrary counters too', () => {
     fc.assert(
-      fc.property(anyStartArb, fc.array(eventArb, { maxLength: 30 }), ({ status, counters }, events) => {
+      fc.property(anyStartArb, fc.array(eventWithRoundSizeArb, { maxLength: 30 }), ({ status, counters }, events) => {
         driveBoth(status, counters, events);
       }),
       { seed: SEED + 1, numRuns: 400 },
@@ -278,6 +280,20 @@ describe('delivery machine: the transitions the contract names', () => {
         transitions: [{ from: 'dead_lettered', to: 'pending', event: type }],
       });
     }
+  });
+
+  it('starts the new round with the event\'s roundSize (the project\'s schedule now), the last round\'s without one', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 1, max: 50 }), fc.integer({ min: 0, max: 100 }), fc.constantFrom('RETRY' as const, 'REDRIVE' as const), (last, roundSize, earlier, type) => {
+        const before = { attempts: last + earlier, roundAttempts: last, maxAttempts: last };
+        expect(deliveryTable.next('dead_lettered', before, { type, roundSize })?.context).toEqual({ attempts: last + earlier, roundAttempts: 0, maxAttempts: roundSize });
+        expect(deliveryTable.next('dead_lettered', before, { type })?.context).toEqual({ attempts: last + earlier, roundAttempts: 0, maxAttempts: last });
+        // A retry of a delivery still retrying stays in its round, whatever the schedule now.
+        const retrying = { attempts: earlier + 1, roundAttempts: 1, maxAttempts: last + 1 };
+        expect(deliveryTable.next('retrying', retrying, { type: 'RETRY', roundSize })?.context).toBe(retrying);
+      }),
+      { seed: SEED + 9, numRuns: 200 },
+    );
   });
 
   it('makes a retrying delivery due now in the same round', () => {

@@ -1,13 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { configureWebhook, disableWebhook, operationalTarget, rotateSecret, signingSecrets, withWebhookDefaults } from '../../src/actors/webhook-settings.js';
+import { configureWebhook, disableWebhook, operationalTarget, retryScheduleOf, rotateSecret, signingSecrets, withWebhookDefaults } from '../../src/actors/webhook-settings.js';
 import type { ConfigureInput, Webhook } from '../../src/actors/webhook-settings.js';
 import type { WebhookRecord } from '../../src/store/records.js';
 
-/** Issue 15's and issue 35's fields in the pure configuration changes: defaults, replacement by PUT, kept secrets. */
+/** Issue 15's, issue 35's and issue 38's fields in the pure configuration changes: defaults, replacement by PUT, kept secrets. */
 
 const base: ConfigureInput = { callbackUrl: 'https://example.com/hooks', status: 'active', eventTypes: ['service.trigger.event'] };
-const full: ConfigureInput = { ...base, headers: { 'X-Tenant': 'acme' }, filter: { type: 'service.trigger.event' }, ordering: 'fifo', operationalUrl: 'https://example.com/ops', maxConcurrency: 2, rateLimitPerSecond: 20 };
+const full: ConfigureInput = { ...base, headers: { 'X-Tenant': 'acme' }, filter: { type: 'service.trigger.event' }, ordering: 'fifo', operationalUrl: 'https://example.com/ops', maxConcurrency: 2, rateLimitPerSecond: 20, retrySchedule: [0, 100] };
 
 const inputArb: fc.Arbitrary<ConfigureInput> = fc.record(
   {
@@ -20,6 +20,7 @@ const inputArb: fc.Arbitrary<ConfigureInput> = fc.record(
     operationalUrl: fc.constantFrom(null, 'https://example.com/ops'),
     maxConcurrency: fc.constantFrom(null, 1, 7),
     rateLimitPerSecond: fc.constantFrom(null, 1, 500),
+    retrySchedule: fc.constantFrom(null, [0], [0, 1_000, 60_000]),
   },
   { requiredKeys: ['callbackUrl', 'status', 'eventTypes'] },
 );
@@ -27,7 +28,8 @@ const inputArb: fc.Arbitrary<ConfigureInput> = fc.record(
 describe('webhook settings', () => {
   it('a record stored before issue 15 reads with every default', () => {
     const old: WebhookRecord = { callbackUrl: base.callbackUrl, state: 'active', eventTypes: base.eventTypes, createdAt: 1, updatedAt: 1, secrets: [], failingSince: null, disabledAt: null, disabledReason: null };
-    expect(withWebhookDefaults(old)).toEqual({ ...old, headers: {}, filter: null, ordering: 'unordered', operationalUrl: null, operationalSecret: null, maxConcurrency: null, rateLimitPerSecond: null });
+    expect(withWebhookDefaults(old)).toEqual({ ...old, headers: {}, filter: null, ordering: 'unordered', operationalUrl: null, operationalSecret: null, maxConcurrency: null, rateLimitPerSecond: null, retrySchedule: null });
+    expect(retryScheduleOf(withWebhookDefaults(old), [0, 5_000])).toEqual([0, 5_000]);
     expect(withWebhookDefaults(undefined)).toBeUndefined();
   });
 
@@ -46,7 +48,9 @@ describe('webhook settings', () => {
             operationalUrl: input.operationalUrl ?? null,
             maxConcurrency: input.maxConcurrency ?? null,
             rateLimitPerSecond: input.rateLimitPerSecond ?? null,
+            retrySchedule: input.retrySchedule ?? null,
           });
+          expect(retryScheduleOf(webhook, [7])).toEqual(input.retrySchedule ?? [7]);
           expect(webhook.secrets).toEqual(before?.secrets ?? webhook.secrets);
           operationalSecret ??= webhook.operationalSecret;
           expect(webhook.operationalSecret).toBe(operationalSecret);
@@ -57,7 +61,7 @@ describe('webhook settings', () => {
     );
   });
 
-  it('operational deliveries go to the operational URL with the operational secret, active whatever the endpoint, unordered, unpaced and plain', () => {
+  it('operational deliveries go to the operational URL with the operational secret, active whatever the endpoint, unordered, unpaced, plain and on the node\'s retry schedule', () => {
     const configured = configureWebhook(undefined, full, 1);
     const disabled = disableWebhook(configured, 'the endpoint answered 410 Gone', 2)!;
     expect(operationalTarget(disabled)).toMatchObject({
@@ -69,7 +73,9 @@ describe('webhook settings', () => {
       ordering: 'unordered',
       maxConcurrency: null,
       rateLimitPerSecond: null,
+      retrySchedule: null,
     });
+    expect(retryScheduleOf(operationalTarget(disabled), [0, 5_000])).toEqual([0, 5_000]);
     expect(operationalTarget(configureWebhook(configured, base, 3))).toBeUndefined();
   });
 

@@ -23,6 +23,7 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
   const [ordering, setOrdering] = useState<DeliveryOrdering>('unordered');
   const [maxConcurrencyText, setMaxConcurrencyText] = useState('');
   const [rateLimitText, setRateLimitText] = useState('');
+  const [retryScheduleText, setRetryScheduleText] = useState('');
   const [saving, setSaving] = useState(false);
   const [saveResult, setSaveResult] = useState<Result>(null);
 
@@ -37,6 +38,7 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
     setOrdering(webhook.ordering);
     setMaxConcurrencyText(webhook.maxConcurrency === null ? '' : String(webhook.maxConcurrency));
     setRateLimitText(webhook.rateLimitPerSecond === null ? '' : String(webhook.rateLimitPerSecond));
+    setRetryScheduleText(webhook.retrySchedule ?? '');
   };
 
   useEffect(() => {
@@ -64,7 +66,7 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
     setSaving(true);
     setSaveResult(null);
     try {
-      fill(await api.client.configureWebhook({ callbackUrl: callbackUrl.trim(), status, eventTypes, headers, filter, ordering, operationalUrl: operationalUrl.trim() || null, maxConcurrency, rateLimitPerSecond }));
+      fill(await api.client.configureWebhook({ callbackUrl: callbackUrl.trim(), status, eventTypes, headers, filter, ordering, operationalUrl: operationalUrl.trim() || null, maxConcurrency, rateLimitPerSecond, retrySchedule: retryScheduleText.trim() || null }));
       setSaveResult({ kind: 'success', text: 'Saved. New events are delivered with this configuration.' });
     } catch (caught) {
       setSaveResult({ kind: 'error', text: describeError(caught) });
@@ -118,6 +120,8 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
             <dd>{config.maxConcurrency === null ? 'the node\'s limit' : `${config.maxConcurrency} in flight`}</dd>
             <dt>Rate limit</dt>
             <dd>{config.rateLimitPerSecond === null ? 'none' : `${config.rateLimitPerSecond} per second`}</dd>
+            <dt>Retry schedule</dt>
+            <dd>{config.retrySchedule === null ? 'the node\'s schedule' : <code class="wrap">{config.retrySchedule}</code>}</dd>
             <dt>Operational events</dt>
             <dd>{config.operationalUrl === null ? 'not sent' : <code class="wrap">{config.operationalUrl}</code>}</dd>
             <dt>Created</dt>
@@ -168,6 +172,13 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
               <input id="w-rate-limit" class="short" type="number" inputMode="numeric" min={1} max={100000} step={1} value={rateLimitText} onInput={(event) => setRateLimitText(event.currentTarget.value)} aria-describedby="w-rate-limit-hint" />
               <span id="w-rate-limit-hint" class="hint">
                 Attempts started per second at most (1 to 100,000); a backlog goes out at this pace. Empty: no limit.
+              </span>
+            </div>
+            <div class="field wide">
+              <label for="w-retry-schedule">Retry schedule</label>
+              <input id="w-retry-schedule" type="text" value={retryScheduleText} onInput={(event) => setRetryScheduleText(event.currentTarget.value)} placeholder="0,5s,5m,30m,2h" spellcheck={false} aria-describedby="w-retry-schedule-hint" />
+              <span id="w-retry-schedule-hint" class="hint">
+                The delay before each attempt of a round (<code>ms</code>, <code>s</code>, <code>m</code>, <code>h</code>, <code>d</code>), as in <code>HOOKLINE_RETRY_SCHEDULE</code>; a delivery dead-letters after the last. For new deliveries and rounds. Empty: the node's schedule.
               </span>
             </div>
             <div class="field wide">
