@@ -8,6 +8,7 @@ import type { HooklineError } from './errors.js';
 import { buildHttpServer } from './http/server.js';
 import type { NodeReadiness } from './http/server.js';
 import { checkListenAddress, listenError } from './http/listen-address.js';
+import { PortalLinks } from './portal/portal-links.js';
 import { claimDataDir } from './store/data-dir.js';
 import { EmbeddedTransport } from './transport/embedded.js';
 import { FORWARDED_HEADER } from './cluster/rpc.js';
@@ -100,6 +101,7 @@ async function startSingleNode(settings: Settings, options: StartOptions, logger
  */
 async function startClusterNode(settings: Settings, options: StartOptions, logger: PinoLogger): Promise<Hookline> {
   const { ClusterNode } = await import('./cluster/cluster-node.js');
+  const { DirectoryPortalLinks } = await import('./cluster/portal-link-directory.js');
   const readiness = new Readiness();
   const { leaseReconnectAttempts } = options;
   const clusterSettings = { nodeId: settings.nodeId, partitions: settings.partitions, leaseMs: settings.leaseMs, ...(leaseReconnectAttempts !== undefined ? { leaseReconnectAttempts } : {}) };
@@ -115,7 +117,8 @@ async function startClusterNode(settings: Settings, options: StartOptions, logge
     throw error;
   }
   engine.store.replicator = cluster;
-  const http = buildHttpServer({ engine, embedded, cluster, readiness: () => readiness.state }, { logger });
+  const portalLinks = new PortalLinks(new DirectoryPortalLinks(cluster.sharedDirectory), Date.now);
+  const http = buildHttpServer({ engine, embedded, cluster, portalLinks, readiness: () => readiness.state }, { logger });
   try {
     await cluster.start(engine, (request) => answerForwarded(http, request, cluster.forwardToken));
   } catch (error) {

@@ -10,6 +10,7 @@ export const ERROR_CODES = {
   HOOKLINE_ERR_REQUEST_TIMEOUT: { apiCode: 'request_timeout', status: 408, retryable: true, doc: 'The request\'s headers did not arrive within Node\'s headersTimeout (60 s); the connection is closed. Send again.' },
   HOOKLINE_ERR_HEADERS_TOO_LARGE: { apiCode: 'headers_too_large', status: 431, retryable: false, doc: 'The request\'s headers exceed Node\'s limit (16 KB, --max-http-header-size); the connection is closed.' },
   HOOKLINE_ERR_UNAUTHORIZED: { apiCode: 'unauthorized', status: 401, retryable: false, doc: 'Missing or unknown bearer key.' },
+  HOOKLINE_ERR_FORBIDDEN: { apiCode: 'forbidden', status: 403, retryable: false, doc: 'A portal link may not make this call: a read-only link makes no change, and portal links are made and revoked with the project\'s API key only.' },
   HOOKLINE_ERR_NOT_FOUND: { apiCode: 'not_found', status: 404, retryable: false, doc: 'No such route or resource for this project.' },
   HOOKLINE_ERR_UNKNOWN_PROJECT: { apiCode: 'unknown_project', status: 404, retryable: false, doc: 'An event named a project this Hookline does not have (NATS subject hookline.events.<projectId>); create it first.' },
   HOOKLINE_ERR_DELIVERY_NOT_FOUND: { apiCode: 'delivery_not_found', status: 404, retryable: false, doc: 'No delivery with that id in this project; a retry also answers it for a succeeded or dead-lettered delivery past HOOKLINE_RETENTION.' },

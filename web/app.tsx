@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { DashboardApi } from './api.js';
+import { SessionEnd } from './components/session-end.js';
 import { DeadLettersPage } from './pages/dead-letters.js';
 import { DeliveriesPage } from './pages/deliveries.js';
 import { LoginPage } from './pages/login.js';
@@ -8,7 +9,7 @@ import { ReplayPage } from './pages/replay.js';
 import { WebhookPage } from './pages/webhook.js';
 import type { Page } from './router.js';
 import { href, useRoute } from './router.js';
-import { clearApiKey, loadApiKey, saveApiKey } from './session.js';
+import { clearApiKey, isPortalToken, loadApiKey, saveApiKey } from './session.js';
 
 const NAV: { page: Page; label: string }[] = [
   { page: 'overview', label: 'States' },
@@ -28,7 +29,11 @@ export function App() {
     setApiKey(null);
     setReason(why);
   }, []);
-  const api = useMemo(() => (apiKey ? new DashboardApi(apiKey, () => signOut('Hookline no longer accepts this key (401 unauthorized). Sign in again.')) : null), [apiKey, signOut]);
+  const api = useMemo(() => {
+    if (!apiKey) return null;
+    const refused = isPortalToken(apiKey) ? 'This portal link has expired or was revoked (401 unauthorized). Ask for a new link.' : 'Hookline no longer accepts this key (401 unauthorized). Sign in again.';
+    return new DashboardApi(apiKey, () => signOut(refused));
+  }, [apiKey, signOut]);
 
   const label = NAV.find((item) => item.page === route.page)!.label;
   useEffect(() => {
@@ -83,6 +88,7 @@ export function App() {
             ))}
           </ul>
         </nav>
+        <SessionEnd api={api} onEnded={signOut} />
         <button type="button" class="signout" onClick={() => signOut(null)}>
           Sign out
         </button>

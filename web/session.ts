@@ -27,3 +27,21 @@ export function clearApiKey(): void {
     // nothing stored
   }
 }
+
+/**
+ * A portal link's token, from an address `…/ui/portal#portal=hlp_…`, or null. The token is in the
+ * fragment, which the browser never sends (no server, proxy or access log sees it). It is taken
+ * out of the address at once, so it stays in neither the history nor a copied URL; the dashboard
+ * then keeps it like an API key and exchanges it for the session (`GET /v1/portal-session`).
+ */
+/** Whether the dashboard holds a portal link's token rather than an API key. */
+export function isPortalToken(credential: string): boolean {
+  return credential.startsWith('hlp_');
+}
+
+export function takePortalToken(): string | null {
+  const match = /^#portal=(hlp_[A-Za-z0-9_-]+)$/.exec(location.hash);
+  if (!match) return null;
+  history.replaceState(null, '', `${location.pathname}${location.search}#/overview`);
+  return match[1]!;
+}

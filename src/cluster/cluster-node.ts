@@ -98,6 +98,11 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   /** The snapshots being written, one partition after another. */
   private snapshotting: Promise<void> | null = null;
   private stopping = false;
+
+  /** The cluster directory (projects, keys, portal links), once `connect` has opened it. */
+  get sharedDirectory(): KV {
+    return this.directory;
+  }
   private leaving: Promise<void> | null = null;
   /** Logged once: snapshots wait while a live node of an earlier version would not read them. */
   private snapshotsHeldBack = false;

@@ -16,6 +16,8 @@ export interface Settings {
   apiKey: string | null;
   /** Enables the admin routes when set. */
   adminKey: string | null;
+  /** Origins whose pages may embed the dashboard opened by a portal link (CSP `frame-ancestors`); none when empty. */
+  portalFrameAncestors: readonly string[];
   /** Delay before each attempt of a round; its length is the number of attempts per round. */
   retrySchedule: readonly number[];
   retryJitter: boolean;
@@ -131,6 +133,12 @@ const bodyLimit = setting('a size of at least 1 byte: a whole number of bytes wi
 const name = matching(/^[A-Za-z0-9_-]{1,64}$/, '1 to 64 letters, digits, _ or -');
 const subjectPrefix = matching(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'dot-separated words of letters, digits, _ or - without wildcards, such as hookline.events');
 const optionalText = z.string().min(1).optional().transform((value) => value ?? null);
+/** A CSP source naming an origin: scheme, host (its first label may be `*`) and an optional port. */
+const FRAME_ANCESTOR = /^https?:\/\/(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:(\d{1,5}|\*))?$/;
+const frameAncestors = setting('origins separated by spaces or commas, each a scheme, a host (its first label may be *) and an optional port, such as https://app.example.com https://*.example.org', (text) => {
+  const origins = text.split(/[\s,]+/).filter((origin) => origin !== '');
+  return origins.length > 0 && origins.every((origin) => FRAME_ANCESTOR.test(origin)) ? origins : undefined;
+});
 
 const environmentSchema = z.object({
   HOOKLINE_HOST: z.string().min(1).default('127.0.0.1'),
@@ -138,6 +146,7 @@ const environmentSchema = z.object({
   HOOKLINE_DATA_DIR: z.string().min(1).default('./data'),
   HOOKLINE_API_KEY: optionalText,
   HOOKLINE_ADMIN_KEY: optionalText,
+  HOOKLINE_PORTAL_FRAME_ANCESTORS: frameAncestors.optional(),
   HOOKLINE_RETRY_SCHEDULE: setting(RETRY_SCHEDULE_FORMAT, parseRetrySchedule).optional(),
   HOOKLINE_RETRY_JITTER: flag.default(true),
   HOOKLINE_DELIVERY_TIMEOUT: timerDuration.default(15_000),
@@ -251,6 +260,7 @@ export function settingsFromEnvironment(environment: Record<string, string | und
     dataDir: env.HOOKLINE_DATA_DIR,
     apiKey: env.HOOKLINE_API_KEY,
     adminKey: env.HOOKLINE_ADMIN_KEY,
+    portalFrameAncestors: env.HOOKLINE_PORTAL_FRAME_ANCESTORS ?? [],
     retrySchedule: env.HOOKLINE_RETRY_SCHEDULE ?? SVIX_RETRY_SCHEDULE_MS,
     retryJitter: env.HOOKLINE_RETRY_JITTER,
     deliveryTimeoutMs: env.HOOKLINE_DELIVERY_TIMEOUT,

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { operationalEventSchema } from '../actors/operational-events.js';
 import { eventInputSchema } from '../transport/event-input.js';
 import * as answers from './response-schemas.js';
+import { createPortalLinkBody, portalLinkCreatedResponse, portalLinksRevokedResponse, portalSessionResponse } from './portal-schemas.js';
 import { BATCH_EVENTS, configureWebhookBody, createProjectBody, deliveryIdParams, deliveryListQuery, eventBatchDocumented, eventIdParams, eventListQuery, redriveBody, rejectedEventsQuery, rotateSecretBody } from './schemas.js';
 
 /**
@@ -23,7 +24,7 @@ interface Answer {
 }
 
 interface Operation {
-  method: 'get' | 'put' | 'post';
+  method: 'get' | 'put' | 'post' | 'delete';
   /** OpenAPI form: `{id}` for a path parameter. */
   path: string;
   operationId: string;
@@ -47,6 +48,7 @@ const COMPONENTS = {
   EventBatchRequest: { schema: eventBatchDocumented, io: 'input' },
   RedriveRequest: { schema: redriveBody, io: 'input' },
   CreateProjectRequest: { schema: createProjectBody, io: 'input' },
+  CreatePortalLinkRequest: { schema: createPortalLinkBody, io: 'input' },
   Error: { schema: answers.errorResponse, io: 'output' },
   WebhookConfig: { schema: answers.webhookConfigResponse, io: 'output' },
   WebhookSecret: { schema: answers.webhookSecretResponse, io: 'output' },
@@ -68,13 +70,17 @@ const COMPONENTS = {
   Ready: { schema: answers.readyResponse, io: 'output' },
   NotReady: { schema: answers.notReadyResponse, io: 'output' },
   OperationalEvent: { schema: operationalEventSchema, io: 'output' },
+  PortalLinkCreated: { schema: portalLinkCreatedResponse, io: 'output' },
+  PortalLinksRevoked: { schema: portalLinksRevokedResponse, io: 'output' },
+  PortalSession: { schema: portalSessionResponse, io: 'output' },
 } as const satisfies Record<string, { schema: z.ZodType; io: 'input' | 'output' }>;
 
 const retryAfter = { 'retry-after': { description: 'Seconds to wait before sending again.', schema: { type: 'integer' as const } } };
 
 const ERROR_DESCRIPTIONS: Record<number, Answer> = {
   400: { description: '`validation_failed` (`details` names each problem and where it is) or `invalid_json`.' },
-  401: { description: '`unauthorized`: missing or unknown bearer key.' },
+  401: { description: '`unauthorized`: missing or unknown bearer key, or a portal link that expired or was revoked.' },
+  403: { description: '`forbidden`: a read-only portal link makes no change, and portal links are made and revoked with the API key only.' },
   404: { description: 'Not found in this project (a key never sees another project\'s data).' },
   409: { description: 'Conflict with the current state; `code` says which.' },
   413: { description: '`payload_too_large`: the body exceeds HOOKLINE_MAX_BODY (256 KB by default), or HOOKLINE_MAX_BATCH_BODY (4 MB by default) for a batch.' },
@@ -195,6 +201,22 @@ export const OPERATIONS: readonly Operation[] = [
     answers: { 200: { description: 'One page.', json: 'RejectedEventPage' } },
   },
   {
+    method: 'post', path: '/v1/portal-links', operationId: 'createPortalLink', auth: 'project', summary: 'Make a link that opens the dashboard for this project without the API key',
+    description: 'The link lasts `expiresIn` (default 1h, at most 7d) unless revoked. Its token is in the URL fragment, so the browser never sends it to a server; Hookline stores only its hash. A read-only link can look but not change anything (its writes answer 403). Any node of a cluster accepts a link made on another. Needs the API key: a portal link cannot make links (403).',
+    body: { component: 'CreatePortalLinkRequest', optional: true },
+    answers: { 201: { description: 'The link, shown this once.', json: 'PortalLinkCreated' } },
+  },
+  {
+    method: 'delete', path: '/v1/portal-links', operationId: 'revokePortalLinks', auth: 'project', summary: 'Revoke every portal link of the project',
+    description: 'The sessions the links opened end at their next call (401). Needs the API key (403 with a portal link).',
+    answers: { 200: { description: 'How many links were still live.', json: 'PortalLinksRevoked' } },
+  },
+  {
+    method: 'get', path: '/v1/portal-session', operationId: 'getPortalSession', auth: 'project', summary: 'The project of the caller\'s credential, and when it ends',
+    description: 'The dashboard exchanges a portal link\'s token here for its session: the project, whether it is read-only and when it ends. An API key answers `expiresAt: null`.',
+    answers: { 200: { description: 'The session.', json: 'PortalSession' } },
+  },
+  {
     method: 'post', path: '/admin/v1/projects', operationId: 'createProject', auth: 'admin', summary: 'Create a project and its first API key',
     description: 'Admin routes answer 404 when HOOKLINE_ADMIN_KEY is unset.',
     body: { component: 'CreateProjectRequest' },
@@ -231,6 +253,8 @@ function errorStatuses(operation: Operation): number[] {
   const statuses = new Set(operation.errors ?? []);
   if (operation.auth !== 'none') for (const status of [401, 500]) statuses.add(status);
   if (operation.auth === 'project') for (const status of [429, 502, 503]) statuses.add(status);
+  // A read-only portal link's writes, and any portal link's call about portal links.
+  if (operation.auth === 'project' && (operation.method !== 'get' || operation.path === '/v1/portal-links')) statuses.add(403);
   if (operation.params || operation.query || operation.body) statuses.add(400);
   if (operation.body) for (const status of [413, 415]) statuses.add(status);
   return [...statuses].filter((status) => !(status in operation.answers)).sort((a, b) => a - b);
@@ -322,7 +346,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
     },
     components: {
       securitySchemes: {
-        projectKey: { type: 'http', scheme: 'bearer', description: 'A project\'s API key: `authorization: Bearer <API key>`.' },
+        projectKey: { type: 'http', scheme: 'bearer', description: 'A project\'s API key: `authorization: Bearer <API key>`; or a portal link\'s token (`hlp_…`, see `POST /v1/portal-links`), which opens the same routes but those about portal links, and only the GETs when the link is read-only.' },
         adminKey: { type: 'http', scheme: 'bearer', description: 'HOOKLINE_ADMIN_KEY: `authorization: Bearer <admin key>`.' },
       },
       schemas: componentSchemas(),

@@ -12,7 +12,7 @@ import { EVENT_TYPES } from '../sdk/types.js';
  */
 
 /** Every time the API writes: ISO 8601 with a numeric offset, never `Z`. */
-const apiTime = z
+export const apiTime = z
   .string()
   .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?[+-]\d{2}:\d{2}$/)
   .meta({ format: 'date-time' });

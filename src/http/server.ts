@@ -5,6 +5,9 @@ import { DEFAULT_RETRY_AFTER_SECONDS, HooklineError } from '../errors.js';
 import { FORWARDED_HEADER } from '../cluster/rpc.js';
 import type { ForwardedReply, ForwardedRequest } from '../cluster/rpc.js';
 import type { EmbeddedTransport } from '../transport/embedded.js';
+import { PortalLinks, isPortalToken, portalRefusal } from '../portal/portal-links.js';
+import type { PortalAccess } from '../portal/portal-links.js';
+import { PortalLinkTable } from '../store/portal-link-table.js';
 import { answerClientError } from './client-error.js';
 import { answerError, toHooklineError } from './error-answer.js';
 import { noRouteError } from './no-route.js';
@@ -16,6 +19,7 @@ import { registerDeliveryRoutes } from './routes/deliveries.js';
 import { registerEventRoutes } from './routes/events.js';
 import { registerOpenApiRoute } from './routes/openapi.js';
 import { registerOpsRoutes } from './routes/ops.js';
+import { registerPortalLinkRoutes } from './routes/portal-links.js';
 import { registerRejectedEventRoutes } from './routes/rejected-events.js';
 import { registerStatsRoutes } from './routes/stats.js';
 import { registerDashboardRoutes } from './routes/ui.js';
@@ -47,16 +51,22 @@ export interface HttpDeps {
   readiness?: () => NodeReadiness;
   /** @default none (single node: every project is served here) */
   cluster?: ClusterRouting;
+  /** @default links in the engine's LMDB store, on the system clock (a cluster passes its directory's) */
+  portalLinks?: PortalLinks;
 }
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** The route takes rate-limit tokens per event itself (a batch), not one per request in the auth hook. */
     countsEvents?: boolean;
+    /** Any node answers the route itself (it needs no partition): a cluster does not forward it. */
+    anyNode?: boolean;
   }
   interface FastifyRequest {
     /** The project the bearer key names; set by the auth hook on every /v1 route. */
     projectId: string;
+    /** Set when the bearer token is a portal link's: what it may do, until when. */
+    portal: PortalAccess | null;
   }
 }
 
@@ -89,6 +99,8 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
     },
   }) as unknown as FastifyInstance;
   app.decorateRequest('projectId', '');
+  app.decorateRequest('portal', null);
+  const portalLinks = deps.portalLinks ?? new PortalLinks(new PortalLinkTable(deps.engine.store.root), Date.now);
   // Request lines only when debugging: at info they would be most of the log and of the CPU.
   if (options.logger && ['debug', 'trace'].includes(options.logger.level)) {
     app.addHook('onRequest', async (request) => request.log.debug({ req: request }, 'incoming request'));
@@ -135,9 +147,18 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
   app.register(async (v1) => {
     v1.addHook('onRequest', async (request: FastifyRequest, _reply: FastifyReply) => {
       const token = bearerToken(request);
-      let projectId = token ? deps.engine.authenticate(token) : null;
+      if (token && isPortalToken(token)) {
+        const access = await portalLinks.access(token);
+        if (!access) throw new HooklineError('HOOKLINE_ERR_UNAUTHORIZED', 'this portal link has expired or was revoked: ask for a new one');
+        // Refused here, before a cluster forwards the call: a refused call goes nowhere.
+        // The route's own path, not the URL as sent: `/v1/portal%2Dlinks` is the same route.
+        const refusal = portalRefusal(access, request.method, request.routeOptions.url ?? request.url);
+        if (refusal) throw refusal;
+        request.portal = access;
+      }
+      let projectId = request.portal ? request.portal.projectId : token ? deps.engine.authenticate(token) : null;
       // A key made on another node a moment ago may not be mirrored here yet.
-      if (!projectId && token && cluster) projectId = await cluster.authenticate(token);
+      if (!projectId && token && cluster && !request.portal) projectId = await cluster.authenticate(token);
       if (!projectId) throw new HooklineError('HOOKLINE_ERR_UNAUTHORIZED', 'send "authorization: Bearer <API key>" with a key of this Hookline');
       request.projectId = projectId;
       // A call on its way to the owner is counted there, once, not here as well.
@@ -150,7 +171,7 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
     if (cluster) {
       // After auth and body parsing: a call about another node's partition is answered by that node.
       v1.addHook('preHandler', async (request, reply) => {
-        if (cluster.ownsProject(request.projectId)) return;
+        if (request.routeOptions.config.anyNode || cluster.ownsProject(request.projectId)) return;
         // Forwarded here, but the partition moved on meanwhile: never forward twice (no loops), and
         // never answer from this node's possibly stale copy. The caller retries.
         if (isForwarded(request)) throw new HooklineError('HOOKLINE_ERR_PARTITION_MOVING', `node ${cluster.nodeId} no longer serves this project's partition; retry shortly`, { retryAfterSeconds: 1 });
@@ -163,6 +184,7 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
     registerDeliveryRoutes(v1, deps);
     registerRejectedEventRoutes(v1, deps);
     registerStatsRoutes(v1, deps);
+    registerPortalLinkRoutes(v1, portalLinks);
   }, { prefix: '/v1' });
 
   registerAdminRoutes(app, deps, bearerToken);

@@ -12,7 +12,11 @@ import type {
   EventListFilter,
   EventPage,
   EventPageQuery,
+  CreatePortalLinkInput,
   HooklineClientOptions,
+  PortalLink,
+  PortalLinksRevoked,
+  PortalSession,
   RedriveFilter,
   RedriveResult,
   RejectedEvent,
@@ -31,7 +35,7 @@ import type {
   WebhookSecret,
 } from './types.js';
 
-type HttpMethod = 'GET' | 'PUT' | 'POST';
+type HttpMethod = 'GET' | 'PUT' | 'POST' | 'DELETE';
 type QueryValue = string | number | Date | undefined;
 
 interface RequestSpec {
@@ -62,6 +66,7 @@ const EVENT_LIST_FILTER = { eventType: true, limit: true } as const satisfies Kn
 const EVENT_PAGE_QUERY = { ...EVENT_LIST_FILTER, cursor: true } as const satisfies KnownKeys<EventPageQuery>;
 const REJECTED_EVENT_LIST_FILTER = { limit: true } as const satisfies KnownKeys<RejectedEventListFilter>;
 const REJECTED_EVENT_PAGE_QUERY = { ...REJECTED_EVENT_LIST_FILTER, cursor: true } as const satisfies KnownKeys<RejectedEventPageQuery>;
+const CREATE_PORTAL_LINK_INPUT = { expiresIn: true, readOnly: true } as const satisfies KnownKeys<CreatePortalLinkInput>;
 const REDRIVE_FILTER = { since: true, until: true, eventType: true, dryRun: true } as const satisfies KnownKeys<RedriveFilter>;
 
 /**
@@ -233,6 +238,27 @@ export class HooklineClient {
   async getStats(options?: RequestOptions): Promise<DeliveryStats> {
     checkArguments('getStats', options);
     return this.#body<DeliveryStats>({ method: 'GET', path: '/v1/stats/delivery-states', signal: options?.signal });
+  }
+
+  /**
+   * Makes a link that opens the dashboard for this project without the API key, until it expires
+   * (`POST /v1/portal-links`). Needs the API key: a portal link cannot make links.
+   */
+  async createPortalLink(input: CreatePortalLinkInput = {}, options?: RequestOptions): Promise<PortalLink> {
+    checkArguments('createPortalLink', options, ['input', input, CREATE_PORTAL_LINK_INPUT]);
+    return this.#body<PortalLink>({ method: 'POST', path: '/v1/portal-links', body: input, signal: options?.signal });
+  }
+
+  /** Revokes every portal link of the project (`DELETE /v1/portal-links`); their sessions end at their next call. */
+  async revokePortalLinks(options?: RequestOptions): Promise<PortalLinksRevoked> {
+    checkArguments('revokePortalLinks', options);
+    return this.#body<PortalLinksRevoked>({ method: 'DELETE', path: '/v1/portal-links', signal: options?.signal });
+  }
+
+  /** The project of this client's credential, and when it ends if it is a portal link's (`GET /v1/portal-session`). */
+  async getPortalSession(options?: RequestOptions): Promise<PortalSession> {
+    checkArguments('getPortalSession', options);
+    return this.#body<PortalSession>({ method: 'GET', path: '/v1/portal-session', signal: options?.signal });
   }
 
   /**

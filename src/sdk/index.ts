@@ -15,6 +15,7 @@ export { HooklineApiError, INVALID_RESPONSE_CODE, NETWORK_ERROR_CODE, isHookline
 export type {
   AttemptLogEntry,
   ConfigureWebhookInput,
+  CreatePortalLinkInput,
   DateInput,
   Delivery,
   DeliveryDetail,
@@ -36,6 +37,9 @@ export type {
   LastAttempt,
   MetadataKey,
   PayloadFilter,
+  PortalLink,
+  PortalLinksRevoked,
+  PortalSession,
   RedriveFilter,
   RedriveResult,
   RejectedEvent,

@@ -428,6 +428,38 @@ export interface DeliveryStats {
   counts: Record<DeliveryStatus, number>;
 }
 
+export interface CreatePortalLinkInput {
+  /**
+   * How long the link opens the dashboard: a duration such as `30m`, `1h` or `7d`, from `1s` to `7d`.
+   * @default "1h" (server side)
+   */
+  expiresIn?: string;
+  /**
+   * A read-only link can look but not change anything: its writes answer 403 `forbidden`.
+   * @default false (server side)
+   */
+  readOnly?: boolean;
+}
+
+export interface PortalLink {
+  /** Opens the dashboard for the project without its API key; the token is in the fragment. Shown once. */
+  url: string;
+  /** When the link, and every session it opened, ends. */
+  expiresAt: string;
+}
+
+export interface PortalLinksRevoked {
+  /** How many of the project's links were still live. */
+  revoked: number;
+}
+
+/** What the credential of a client is: an API key (`expiresAt: null`) or a portal link's token. */
+export interface PortalSession {
+  projectId: string;
+  readOnly: boolean;
+  expiresAt: string | null;
+}
+
 export interface ReplayResult {
   /** The new delivery of the stored event. */
   deliveryId: string;

@@ -86,7 +86,9 @@ export class HooklineStore {
     this.path = options.path;
     // noSubdir: false always: lmdb-js guesses from a dot in the last path part (`hookline.d`, most
     // `mktemp -d` names) that the path is a file, and then cannot open the directory.
-    this.root = open({ path: options.path, noSubdir: false, ...(options.mapSize ? { mapSize: options.mapSize } : {}) });
+    // maxDbs: lmdb-js allows 12 named tables by default, all taken before `portal-links` (opening it
+    // failed with MDB_DBS_FULL); the limit is per open, not stored, so raising it changes no file.
+    this.root = open({ path: options.path, noSubdir: false, maxDbs: 32, ...(options.mapSize ? { mapSize: options.mapSize } : {}) });
     this.projects = openTable(this.root, 'projects');
     this.apiKeys = openTable(this.root, 'api-keys');
     this.webhooks = openTable(this.root, 'webhooks');

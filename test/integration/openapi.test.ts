@@ -87,6 +87,9 @@ describe('real answers match the document', () => {
     await ok('GET', `/v1/events/${sent.id}`);
     await ok('GET', '/v1/stats/delivery-states');
     await ok('GET', '/v1/logs/rejected-events');
+    const link = await ok('POST', '/v1/portal-links', { body: { expiresIn: '1h', readOnly: true } });
+    await ok('GET', '/v1/portal-session', { key: new URL(link.url).hash.replace('#portal=', '') });
+    await ok('DELETE', '/v1/portal-links');
     await ok('POST', '/admin/v1/projects', { key: ADMIN_KEY, body: { name: 'second' } });
     await ok('GET', '/admin/v1/rejected-events', { key: ADMIN_KEY });
     await ok('GET', '/healthz', { key: null });

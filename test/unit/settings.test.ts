@@ -47,6 +47,8 @@ describe('settings in plain words', () => {
     ['HOOKLINE_DELIVERY_WINDOW', '0', 'a whole number 1 or more'],
     ['HOOKLINE_MAX_DATA_SIZE', '10 GB!', 'a size: a whole number of bytes with an optional unit kb, mb or gb, such as 256kb or 1gb'],
     ['HOOKLINE_LOG_LEVEL', 'loud', 'one of fatal, error, warn, info, debug, trace, silent'],
+    ['HOOKLINE_PORTAL_FRAME_ANCESTORS', '*', 'origins separated by spaces or commas, each a scheme, a host (its first label may be *) and an optional port, such as https://app.example.com https://*.example.org'],
+    ['HOOKLINE_PORTAL_FRAME_ANCESTORS', "https://a.example 'unsafe-inline'", 'origins separated by spaces or commas, each a scheme, a host (its first label may be *) and an optional port, such as https://app.example.com https://*.example.org'],
   ])('%s=%s: "must be %s, got …"', (name, value, expected) => {
     expect(failure({ [name]: value })).toBe(`${name} must be ${expected}, got ${JSON.stringify(value)}`);
   });
@@ -61,6 +63,11 @@ describe('settings in plain words', () => {
     expect(settings).toMatchObject({ port: 8081, retryJitter: false, deliveryTimeoutMs: 2000, maxBodyBytes: 1024 * 1024, retrySchedule: [0, 5000], logLevel: 'debug' });
     expect(settingsFromEnvironment({})).toMatchObject({ circuitFailures: 10, circuitProbeIntervalMs: 5000 });
     expect(settingsFromEnvironment({ HOOKLINE_CIRCUIT_FAILURES: '0', HOOKLINE_CIRCUIT_PROBE_INTERVAL: '250ms' })).toMatchObject({ circuitFailures: 0, circuitProbeIntervalMs: 250 });
+  });
+
+  it('reads the portal frame ancestors as a list, none by default', () => {
+    expect(settingsFromEnvironment({}).portalFrameAncestors).toEqual([]);
+    expect(settingsFromEnvironment({ HOOKLINE_PORTAL_FRAME_ANCESTORS: ' https://app.example.com, https://*.example.org:8443 http://localhost:3000 ' }).portalFrameAncestors).toEqual(['https://app.example.com', 'https://*.example.org:8443', 'http://localhost:3000']);
   });
 });
 

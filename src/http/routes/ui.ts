@@ -14,6 +14,7 @@ import { inputProblems, problemsLine } from '../../input-messages.js';
 import { queryDeliveries } from '../../store/delivery-query.js';
 import { presentDelivery } from '../present.js';
 import { deliveryListQuery } from '../schemas.js';
+import { PORTAL_PATH } from '../../portal/portal-links.js';
 import type { HttpDeps } from '../server.js';
 import { LOG_FORM_FIELDS, renderLogPage } from './ui-log-page.js';
 import type { LogForm } from './ui-log-page.js';
@@ -30,19 +31,22 @@ export interface DashboardOptions {
 }
 
 /**
- * Same-origin everything, no inline script or style, no framing. The SVG diagram is inserted as
- * markup (presentation attributes, no style attributes), which this allows.
+ * Same-origin everything, no inline script or style, and framing only by `frameAncestors` (none but
+ * for the portal page, which HOOKLINE_PORTAL_FRAME_ANCESTORS opens to the origins it names). The SVG
+ * diagram is inserted as markup (presentation attributes, no style attributes), which this allows.
  */
-const CONTENT_SECURITY_POLICY = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "form-action 'self'",
-  "base-uri 'none'",
-  "frame-ancestors 'none'",
-].join('; ');
+export function contentSecurityPolicy(frameAncestors: readonly string[]): string {
+  return [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data:",
+    "connect-src 'self'",
+    "form-action 'self'",
+    "base-uri 'none'",
+    `frame-ancestors ${frameAncestors.length > 0 ? frameAncestors.join(' ') : "'none'"}`,
+  ].join('; ');
+}
 
 const DATETIME_LOCAL = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/;
 
@@ -66,13 +70,18 @@ function sendHtml(reply: FastifyReply, status: number, html: string): FastifyRep
 export function registerDashboardRoutes(app: FastifyInstance, { engine, cluster }: HttpDeps, options: DashboardOptions = {}): void {
   const root = options.root ?? DEFAULT_UI_ROOT;
   let deliverySvg: string | null = null;
+  const policy = contentSecurityPolicy([]);
+  const portalAncestors = engine.settings.portalFrameAncestors;
+  const portalPolicy = contentSecurityPolicy(portalAncestors);
 
   app.register(async (ui) => {
-    ui.addHook('onSend', async (_request, reply, payload) => {
-      reply.header('content-security-policy', CONTENT_SECURITY_POLICY);
+    ui.addHook('onSend', async (request, reply, payload) => {
+      const portalPage = request.url.split('?')[0] === PORTAL_PATH;
+      reply.header('content-security-policy', portalPage ? portalPolicy : policy);
       reply.header('x-content-type-options', 'nosniff');
       reply.header('referrer-policy', 'no-referrer');
-      reply.header('x-frame-options', 'DENY');
+      // X-Frame-Options has no list of origins: browsers that know frame-ancestors follow it instead.
+      if (!portalPage || portalAncestors.length === 0) reply.header('x-frame-options', 'DENY');
       return payload;
     });
     // Only the no-JavaScript log form is url-encoded; the /v1 API stays JSON-only.
@@ -124,6 +133,8 @@ export function registerDashboardRoutes(app: FastifyInstance, { engine, cluster 
 
     if (existsSync(join(root, 'index.html'))) {
       await ui.register(fastifyStatic, { root, prefix: '/ui/', index: 'index.html', cacheControl: false, setHeaders: (reply) => void reply.header('cache-control', 'no-cache') });
+      // A portal link's page: the dashboard itself, which reads the link's token from the fragment.
+      ui.get(PORTAL_PATH, async (_request, reply) => reply.header('cache-control', 'no-store').sendFile('index.html'));
     } else {
       ui.get('/ui/*', async (_request, reply) =>
         reply.status(503).header('retry-after', '60').type('text/plain; charset=utf-8').send(`The dashboard is not built: run \`npm run build\` (it writes ${root}).\n`),
