@@ -7,8 +7,10 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { parseDuration } from '../../src/config/duration.js';
 import { checkHistory, type Violation } from './checks.js';
 import { addEvidence, readMetrics, readViews } from './collect.js';
+import { attributeViolations, compareReplicas, describeCopies, type NatsFaults } from './nats-faults.js';
 import { healAll, runNemesis } from './nemesis.js';
 import { startProducer, type Producer } from './producers.js';
+import { readStreamReplicas } from './replicas.js';
 import { writeReport, type RunOptions, type RunReport } from './report.js';
 import { planFaults } from './schedule.js';
 import { INGEST, NATS_SERVERS, NODE_IDS, startSystem, type NemesisSystem } from './setup.js';
@@ -21,8 +23,10 @@ import { firstReceipts, secondsOfRun } from './timeline.js';
  * Starts a three-server NATS cluster and three Hookline nodes behind link proxies, produces events
  * over HTTP and NATS to receivers that are healthy, flapping or slow, runs a schedule of faults
  * drawn from the seed, heals everything, waits for delivery to settle, checks the history and
- * writes the report. Exit 0 when every check holds, 1 on any violation, 2 on a usage error or
- * when the run itself could not be carried out. docs/nemesis.md is the manual.
+ * compares the NATS servers' replicas of the streams once they are stopped (a fault of NATS is
+ * reported apart, nats-faults.ts) and writes the report. Exit 0 when every check holds (NATS faults
+ * alone warn), 1 on any Hookline violation, 2 on a usage error or when the run itself could not be
+ * carried out. docs/nemesis.md is the manual.
  */
 
 const USAGE = `Usage: npm run nemesis -- [options]
@@ -43,8 +47,9 @@ Options:
   --keep            keep the temporary directory (NATS stores, node data) for a post-mortem
   --help            this text
 
-Exit status: 0 every check held; 1 a violation (the seed to reproduce it is printed); 2 a usage
-error or a run that could not be carried out (the cluster never formed).
+Exit status: 0 every check held (or the only problems were faults of NATS: divergent stream
+replicas, reported with a warning); 1 a Hookline violation (the seed to reproduce it is printed);
+2 a usage error or a run that could not be carried out (the cluster never formed).
 See docs/nemesis.md.
 `;
 
@@ -55,6 +60,8 @@ const MAX_IN_FLIGHT = 200;
 const UNACKED_GRACE_MS = 20_000;
 /** A `retrying` delivery overdue by more than this is stuck. */
 const OVERDUE_MS = 10_000;
+/** The partition changelog's stream: the nodes name it after the ingest stream (cluster-node.ts). */
+const CHANGELOG_STREAM = `${INGEST.stream}_CHANGELOG`;
 
 interface Arguments {
   seed: number;
@@ -203,6 +210,26 @@ async function run(args: Arguments): Promise<number> {
     for (const violation of result.violations) if ((violation.check === 'node-unreadable' || violation.check === 'not-settled') && trouble.length > 0) violation.evidence = trouble;
     await addEvidence(system, result.violations, events, receipts, startedAt, { connection, manager: await jetstreamManager(connection), stream: INGEST.stream, durable: INGEST.durable, partitions: PARTITIONS });
 
+    const metrics = await readMetrics(system);
+    // The replicas are read from the stores of stopped servers: stop everything now.
+    await connection.close().catch(() => {});
+    connection = null;
+    const stopping = system;
+    system = null;
+    await stopping.stop();
+    const compared = compareReplicas(
+      [
+        { name: INGEST.stream, missingIsDeleted: false },
+        // Snapshots purge the changelog: a message one replica has compacted away is no divergence.
+        { name: CHANGELOG_STREAM, missingIsDeleted: true },
+      ],
+      (stream) => readStreamReplicas(join(dir, 'nats'), stream),
+    );
+    const { hookline, attributed } = attributeViolations(result.violations, events, INGEST.stream, compared.divergent.get(INGEST.stream) ?? []);
+    const natsFaults: NatsFaults = { compared: compared.compared, faults: compared.faults, attributed, errors: compared.errors };
+    result.violations = hookline;
+    for (const error of natsFaults.errors) log(`replicas not compared: ${error}`);
+
     const firstReceived = firstReceipts(receipts);
     const latencies = events.flatMap((event) => {
       const first = firstReceived.get(event.id);
@@ -220,18 +247,23 @@ async function run(args: Arguments): Promise<number> {
       settled,
       faults: nemesis.executed,
       result,
+      natsFaults,
       latency: { p50Ms: quantile(latencies, 0.5), p99Ms: quantile(latencies, 0.99), maxMs: latencies.at(-1) ?? null },
       shed: Object.fromEntries(producers.map((producer) => [producer.kind, producer.shed])),
       ownership: ownership instanceof Error ? [] : ownership,
-      failedStarts: system.nodes.flatMap((node) => node.startFailures().map((failure) => ({ nodeId: node.id, atMs: failure.at - startedAt, reason: failure.reason }))),
+      failedStarts: stopping.nodes.flatMap((node) => node.startFailures().map((failure) => ({ nodeId: node.id, atMs: failure.at - startedAt, reason: failure.reason }))),
       window,
       seconds: secondsOfRun(events, receipts, startedAt, checkedAt - startedAt, loopLag.perSecond),
     };
-    writeReport(args.reportDir, report, { events, receipts }, { nodes: new Map(system.nodes.map((node) => [node.id, node.logLines()])), metrics: await readMetrics(system), run: runLog });
+    writeReport(args.reportDir, report, { events, receipts }, { nodes: new Map(stopping.nodes.map((node) => [node.id, node.logLines()])), metrics, run: runLog });
     const { counts } = result;
     log(`JetStream acknowledged ${events.filter((event) => event.natsSeq !== null).length} NATS events, up to stream sequence ${Math.max(0, ...events.map((event) => event.natsSeq ?? 0))}`);
-    log(`${counts.acked} acknowledged of ${counts.sent} sent, ${counts.deliveredEvents} received, ${counts.duplicates} duplicates (${counts.explainedDuplicates} near a fault), ${result.violations.length} violations`);
+    log(`${counts.acked} acknowledged of ${counts.sent} sent, ${counts.deliveredEvents} received, ${counts.duplicates} duplicates (${counts.explainedDuplicates} near a fault), ${result.violations.length} violations of Hookline${attributed.length > 0 ? `, ${attributed.length} more put down to a fault of NATS` : ''}`);
     log(`report: ${join(args.reportDir, 'report.md')}`);
+    for (const fault of natsFaults.faults) {
+      console.error(`nemesis: WARNING: a fault of NATS, not of Hookline: the replicas of ${fault.stream} on ${fault.servers.join(', ')} differ from the others' at ${fault.sequences} sequences, ${fault.fromSeq} to ${fault.toSeq}; ${attributed.filter((each) => each.stream === fault.stream).length} violations put down to it (report: "NATS faults")`);
+    }
+    for (const each of attributed.slice(0, 5)) console.error(`nemesis: NATS fault: ${each.violation.check} ${each.violation.eventId} at seq ${each.seq}: ${describeCopies(each.copies)}`);
     if (result.violations.length === 0) return 0;
     for (const violation of result.violations.slice(0, 20)) console.error(`violation ${violation.check}: ${violation.message}`);
     console.error(`nemesis: ${result.violations.length} violations with seed ${args.seed}; reproduce with: ${reproduce}`);

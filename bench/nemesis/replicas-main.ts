@@ -1,6 +1,7 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { divergences, readReplica } from './replicas.js';
+import { describeCopies } from './nats-faults.js';
+import { divergences, lastSeq, readStreamReplicas } from './replicas.js';
 
 // `npm run nemesis:replicas -- DIR [STREAM]`: DIR is a run's temporary directory kept with --keep,
 // its NATS servers stopped. Prints each sequence at which the servers' replicas of STREAM
@@ -10,14 +11,12 @@ if (!dir || !existsSync(join(dir, 'nats'))) {
   process.stderr.write('usage: npm run nemesis:replicas -- DIR [STREAM]  (DIR: a run kept with --keep, holding nats/store-n1 ...)\n');
   process.exit(2);
 }
-const servers = readdirSync(join(dir, 'nats')).filter((name) => name.startsWith('store-')).sort();
-const replicas = Object.fromEntries(servers.map((store) => [store.slice('store-'.length), readReplica(join(dir, 'nats', store), stream)]));
-for (const [server, messages] of Object.entries(replicas)) process.stdout.write(`${server}: ${messages.size} messages of ${stream}, up to seq ${Math.max(0, ...messages.keys())}\n`);
+const replicas = readStreamReplicas(join(dir, 'nats'), stream);
+for (const [server, messages] of Object.entries(replicas)) process.stdout.write(`${server}: ${messages.size} messages of ${stream}, up to seq ${lastSeq(messages)}\n`);
 const found = divergences(replicas);
 // The first few: a replica that kept one message too many differs at every sequence after it.
 for (const { seq, copies } of found.slice(0, 10)) {
-  const held = Object.entries(copies).map(([server, copy]) => `${server} ${copy ? `${copy.msgId ?? '(no Nats-Msg-Id)'} on ${copy.subject}` : 'nothing'}`);
-  process.stdout.write(`seq ${seq}: ${held.join('; ')}\n`);
+  process.stdout.write(`seq ${seq}: ${describeCopies(copies)}\n`);
 }
 process.stdout.write(found.length === 0 ? 'the replicas agree\n' : `${found.length} sequences at which the replicas disagree (from ${found[0]!.seq} to ${found.at(-1)!.seq}): a fault of NATS\n`);
 process.exit(found.length === 0 ? 0 : 1);

@@ -69,21 +69,39 @@ export function readReplica(storeDir: string, stream: string, account = '$G'): M
   return messages;
 }
 
+/** The highest sequence a replica holds, 0 when none (a loop: a spread of a long stream's keys overflows the stack). */
+export function lastSeq(messages: Map<number, StoredMessage>): number {
+  let last = 0;
+  for (const seq of messages.keys()) if (seq > last) last = seq;
+  return last;
+}
+
+/**
+ * Each server's replica of `stream` under a run's NATS directory (`store-<server>` each, as
+ * nats-cluster.ts lays them out), by server name.
+ */
+export function readStreamReplicas(natsDir: string, stream: string): Record<string, Map<number, StoredMessage>> {
+  const stores = readdirSync(natsDir).filter((name) => name.startsWith('store-')).sort();
+  return Object.fromEntries(stores.map((store) => [store.slice('store-'.length), readReplica(join(natsDir, store), stream)]));
+}
+
 /**
  * The sequences, up to the last one every replica holds, at which two replicas hold different
  * messages or one holds none. A replica that is only behind (its last sequence lower) is not
- * divergent past its end: it has not caught up yet.
+ * divergent past its end: it has not caught up yet. With `missingIsDeleted` (a stream that purges,
+ * as the changelog does), a sequence one replica no longer holds is not divergent: its block may
+ * have been compacted there and not elsewhere; only two different messages at a sequence are.
  */
-export function divergences(replicas: Record<string, Map<number, StoredMessage>>): Divergence[] {
+export function divergences(replicas: Record<string, Map<number, StoredMessage>>, { missingIsDeleted = false } = {}): Divergence[] {
   const servers = Object.keys(replicas);
   if (servers.length < 2) return [];
-  const lastHeldByAll = Math.min(...servers.map((server) => Math.max(0, ...replicas[server]!.keys())));
+  const lastHeldByAll = Math.min(...servers.map((server) => lastSeq(replicas[server]!)));
   const seqs = new Set<number>();
   for (const server of servers) for (const seq of replicas[server]!.keys()) if (seq <= lastHeldByAll) seqs.add(seq);
   const found: Divergence[] = [];
   for (const seq of [...seqs].sort((a, b) => a - b)) {
     const copies = Object.fromEntries(servers.map((server) => [server, replicas[server]!.get(seq) ?? null]));
-    const digests = new Set(Object.values(copies).map((copy) => copy?.digest ?? null));
+    const digests = new Set(Object.values(copies).flatMap((copy) => (copy ? [copy.digest] : missingIsDeleted ? [] : [null])));
     if (digests.size > 1) found.push({ seq, copies });
   }
   return found;

@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CHECKS, type CheckName, type CheckResult } from './checks.js';
+import { describeCopies, type NatsFaults } from './nats-faults.js';
 import type { ExecutedFault } from './nemesis.js';
 import type { PartitionOwnership } from './ownership.js';
 import type { ProducedEvent } from './producers.js';
@@ -31,7 +32,10 @@ export interface RunReport {
   milestones: Milestones;
   settled: boolean;
   faults: readonly ExecutedFault[];
+  /** Hookline's violations only: those a NATS fault explains are under `natsFaults.attributed`. */
   result: CheckResult;
+  /** The streams' replicas compared once the servers stopped: faults of NATS, and the violations they explain. */
+  natsFaults: NatsFaults;
   latency: { p50Ms: number | null; p99Ms: number | null; maxMs: number | null };
   /** Events the producers did not send because too many waited for their ack. */
   shed: Record<string, number>;
@@ -53,7 +57,9 @@ const seconds = (ms: number | null) => (ms === null ? '–' : `${(ms / 1000).toF
 function markdown(report: RunReport): string {
   const { result, options } = report;
   const { counts } = result;
-  const verdict = result.violations.length === 0 ? '**PASS**: no violation.' : `**FAIL**: ${result.violations.length} violation${result.violations.length === 1 ? '' : 's'}.`;
+  const { natsFaults } = report;
+  const warning = natsFaults.faults.length === 0 ? '' : ` **Warning**: a fault of NATS (its stream replicas diverge), ${natsFaults.attributed.length} violation${natsFaults.attributed.length === 1 ? '' : 's'} put down to it: see [NATS faults](#nats-faults).`;
+  const verdict = (result.violations.length === 0 ? '**PASS**: no violation of Hookline.' : `**FAIL**: ${result.violations.length} violation${result.violations.length === 1 ? '' : 's'} of Hookline.`) + warning;
   const lines = [
     `# Nemesis run, seed ${options.seed}`,
     '',
@@ -96,6 +102,7 @@ function markdown(report: RunReport): string {
     }
     lines.push('');
   }
+  lines.push(...natsFaultLines(natsFaults));
   lines.push('## Faults', '', '| # | kind | target | planned | applied | undone | note |', '|---|---|---|---|---|---|---|');
   for (const fault of report.faults) {
     const kind = `${fault.kind}${fault.latencyMs ? ` (+${fault.latencyMs} ms)` : ''}`;
@@ -118,6 +125,27 @@ function markdown(report: RunReport): string {
   }
   lines.push('', 'Node logs and their /metrics at the end: `logs/`. Everything above, and each second of the run: `report.json`; every event sent and every request received: `history.jsonl`.', '');
   return lines.join('\n');
+}
+
+/** The "NATS faults" section: each stream's divergent replicas, then each violation put down to them with its evidence. */
+function natsFaultLines(natsFaults: NatsFaults): string[] {
+  const lines = ['## NATS faults', ''];
+  const compared = natsFaults.compared.map(({ stream, replicas }) => `${stream} (${Object.entries(replicas).map(([server, held]) => `${server} ${held.messages} messages up to ${held.lastSeq}`).join(', ')})`);
+  lines.push(`The replicas of each stream, read from the servers' stores once they stopped, must hold the same message at each sequence up to the last one all hold. Compared: ${compared.join('; ') || 'none'}.`, '');
+  for (const error of natsFaults.errors) lines.push(`- not compared: ${error}`);
+  if (natsFaults.faults.length === 0) return [...lines, natsFaults.errors.length > 0 ? '' : 'None: the replicas agree.', ''];
+  lines.push('| stream | servers that differ | from sequence | to | sequences |', '|---|---|---|---|---|');
+  for (const fault of natsFaults.faults) lines.push(`| ${fault.stream} | ${fault.servers.join(', ')} | ${fault.fromSeq} | ${fault.toSeq} | ${fault.sequences} |`);
+  lines.push('');
+  for (const fault of natsFaults.faults) {
+    lines.push(`The first sequences of ${fault.stream} where the replicas differ:`, '', '```', ...fault.first.map(({ seq, copies }) => `seq ${seq}: ${describeCopies(copies)}`), '```', '');
+  }
+  lines.push(`Violations put down to them (not Hookline's; each event acknowledged by JetStream at a sequence where the replicas differ): ${natsFaults.attributed.length === 0 ? 'none.' : ''}`, '');
+  for (const { violation, stream, seq, copies } of natsFaults.attributed) {
+    lines.push(`- **${violation.check}**: ${violation.message}`, '', '  ```', `  ${stream} seq ${seq}: ${describeCopies(copies)}`, ...(violation.evidence ?? []).map((line) => `  ${line}`), '  ```', '');
+  }
+  lines.push('');
+  return lines;
 }
 
 /** Everything the checks read from the producers and the receivers, for a post-mortem. */
