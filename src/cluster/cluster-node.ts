@@ -17,7 +17,7 @@ import { maskedNatsUrl, natsAccess } from '../transport/nats-access.js';
 import { natsSchemeWarnings } from '../transport/nats-seeds.js';
 import { connectNats } from '../transport/nats-connection.js';
 import { natsStartError } from '../transport/nats-start-error.js';
-import { ensureKv, reachJetStream } from '../transport/nats-streams.js';
+import { ensureKv, reachJetStream, retrying } from '../transport/nats-streams.js';
 import { verdictSubjectPrefix } from '../transport/verdict.js';
 import type { EventSink } from '../transport/types.js';
 import { PartitionChangelog, type ChangelogRecord } from './changelog.js';
@@ -193,6 +193,17 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   async start(engine: Engine, handle: (request: ForwardedRequest) => Promise<ForwardedReply>): Promise<void> {
     this.engine = engine;
     this.handleForwarded = handle;
+    try {
+      await this.startSteps(engine);
+    } catch (error) {
+      // Each step retries what an election answers (`retrying`); one that still fails names what it waited for.
+      throw natsStartError(natsAccess(this.settings), error);
+    }
+    this.snapshotTimer = setInterval(() => (this.snapshotting ??= this.snapshotDue().finally(() => (this.snapshotting = null))), SNAPSHOT_CHECK_MS);
+    this.snapshotTimer.unref();
+  }
+
+  private async startSteps(engine: Engine): Promise<void> {
     const started = Date.now();
     const mirrored = await this.mirrorDirectory();
     this.logger.info({ ms: Date.now() - started }, mirrored ? 'cluster: directory mirrored; taking partitions' : 'cluster: taking partitions; the directory is still being mirrored');
@@ -210,8 +221,6 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
       logger: this.logger,
     });
     await this.unpartitioned.start();
-    this.snapshotTimer = setInterval(() => (this.snapshotting ??= this.snapshotDue().finally(() => (this.snapshotting = null))), SNAPSHOT_CHECK_MS);
-    this.snapshotTimer.unref();
   }
 
   /** Resolves true once every partition has an owner (`ownership-gate.ts`), false if the node stops first. */
@@ -289,11 +298,11 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
 
   /** Starts following the directory; resolves once every entry stored at the start is mirrored. */
   private async followDirectory(): Promise<void> {
-    const watch = await this.directory.watch();
+    const watch = await retrying('watching the directory', () => this.directory.watch(), this.logger);
     this.directoryWatch = watch;
     let initialDone!: () => void;
     const initial = new Promise<void>((resolve) => (initialDone = resolve));
-    const status = await this.directory.status();
+    const status = await retrying('reading the directory', () => this.directory.status(), this.logger);
     const lastAtStart = status.values === 0 ? 0 : status.streamInfo.state.last_seq;
     if (lastAtStart === 0) initialDone();
     (async () => {

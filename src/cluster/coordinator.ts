@@ -1,4 +1,5 @@
 import type { Logger } from '../logger.js';
+import { retrying } from '../transport/nats-streams.js';
 import type { CoordinatorLeases } from './lease-keeper.js';
 import { desiredPartitions } from './rendezvous.js';
 
@@ -75,7 +76,7 @@ export class ClusterCoordinator {
       // Its own message: on a single node, "taken by another node" sent operators looking for one.
       this.fence(partition, outcome === 'lost' ? 'partition lease taken by another node; stopped acting for it' : NOT_RENEWED);
     });
-    await this.options.leases.join();
+    await retrying('joining the cluster membership', () => this.options.leases.join(), this.options.logger);
     await this.rebalance();
     const { tickMs } = this.options;
     const every = (ms: number, run: () => void) => {
