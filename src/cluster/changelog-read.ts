@@ -2,6 +2,7 @@ import { DeliverPolicy } from '@nats-io/jetstream';
 import type { JetStreamClient, JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import { unpack } from 'msgpackr';
 import { RECORDS_PER_TURN, visitBatch, visitEntries, type ChangelogRecord } from './changelog-entries.js';
+import { retrying } from '../transport/nats-streams.js';
 
 /** Last tokens of a partition's subjects (none a kind token of the old format): batches, snapshots, markers. */
 export const LOG_TOKEN = 'log';
@@ -137,7 +138,10 @@ export class ChangelogReader {
 
   /** The partition's last snapshot marker, or null when it has none (a failed read throws: never "none"). */
   async lastMarker(partition: number): Promise<StoredMarker | null> {
-    const message = await (await this.jsm()).streams.getMessage(this.stream, { last_by_subj: this.subjectOf(partition, MARKER_TOKEN) });
+    // Retried on what an election answers (10008, a timeout), as a start's steps are: failing at once
+    // gave the takeover up for a backoff (npm run nemesis, seed 5: 15 takeovers in one second).
+    const jsm = await this.jsm();
+    const message = await retrying(`reading partition ${partition}'s snapshot marker`, () => jsm.streams.getMessage(this.stream, { last_by_subj: this.subjectOf(partition, MARKER_TOKEN) }), undefined);
     return message ? { sequence: message.seq, marker: unpack(message.data) as SnapshotMarker } : null;
   }
 }
