@@ -41,7 +41,8 @@ export interface CoordinatorOptions {
  *   any other node may take it over.
  * - rebalancing (every tick): hand back partitions another node should own, in the background
  *   (their in-flight attempts drain while the lease is still renewed); take free partitions this
- *   node should own, restoring each before acting for it.
+ *   node should own, restoring each before acting for it, also in the background; and stand in for
+ *   the owner of a partition no node has held for a while (`TakeoverPolicy`).
  * A dead node drops out of the live set when its heartbeat is older than the lease time, so its
  * partitions become desired by others, who take them as soon as its leases expire.
  */
