@@ -2,6 +2,7 @@ import { DeliverPolicy } from '@nats-io/jetstream';
 import type { JetStreamClient, JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import { unpack } from 'msgpackr';
 import { RECORDS_PER_TURN, visitBatch, visitEntries, type ChangelogRecord } from './changelog-entries.js';
+import { retrying } from '../transport/nats-streams.js';
 
 /** Last tokens of a partition's subjects (none a kind token of the old format): batches, snapshots, markers. */
 export const LOG_TOKEN = 'log';
@@ -111,8 +112,12 @@ export class ChangelogReader {
    * read from a start sequence.
    */
   private async readMessages(filter: string, from: number, to: number, visit: (message: JsMsg) => number, between: () => Promise<unknown>): Promise<void> {
-    const consumer = await this.js.consumers.get(this.stream, { filter_subjects: filter, ...(from > 1 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from } : { deliver_policy: DeliverPolicy.All }) });
-    if ((await consumer.info()).num_pending === 0) return;
+    // Nothing read yet: retried on what an election answers, as the snapshot marker's read is.
+    const { consumer, pending } = await retrying(`reading the changelog's ${filter}`, async () => {
+      const made = await this.js.consumers.get(this.stream, { filter_subjects: filter, ...(from > 1 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from } : { deliver_policy: DeliverPolicy.All }) });
+      return { consumer: made, pending: (await made.info()).num_pending };
+    }, undefined);
+    if (pending === 0) return;
     const messages = await consumer.consume({ max_messages: Math.max(2, Math.floor(READ_BYTES_IN_FLIGHT / this.maxPayload())) });
     // Stopped however the read ends: an ordered consumer left running recreates itself on the
     // server each time its heartbeats go missing.
@@ -137,7 +142,10 @@ export class ChangelogReader {
 
   /** The partition's last snapshot marker, or null when it has none (a failed read throws: never "none"). */
   async lastMarker(partition: number): Promise<StoredMarker | null> {
-    const message = await (await this.jsm()).streams.getMessage(this.stream, { last_by_subj: this.subjectOf(partition, MARKER_TOKEN) });
+    // Retried on what an election answers (10008, a timeout), as a start's steps are: failing at once
+    // gave the takeover up for a backoff (npm run nemesis, seed 5: 15 takeovers within a second).
+    const jsm = await this.jsm();
+    const message = await retrying(`reading partition ${partition}'s snapshot marker`, () => jsm.streams.getMessage(this.stream, { last_by_subj: this.subjectOf(partition, MARKER_TOKEN) }), undefined);
     return message ? { sequence: message.seq, marker: unpack(message.data) as SnapshotMarker } : null;
   }
 }

@@ -1,10 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { AckPolicy, DeliverPolicy } from '@nats-io/jetstream';
 import type { JetStreamManager } from '@nats-io/jetstream';
-import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Engine } from '../actors/engine.js';
-import { hashApiKey } from '../actors/engine.js';
 import type { Logger } from '../logger.js';
 import type { Settings } from '../config/settings.js';
 import { HooklineError } from '../errors.js';
@@ -17,16 +15,17 @@ import { maskedNatsUrl, natsAccess } from '../transport/nats-access.js';
 import { natsSchemeWarnings } from '../transport/nats-seeds.js';
 import { connectNats } from '../transport/nats-connection.js';
 import { natsStartError } from '../transport/nats-start-error.js';
-import { ensureKv, reachJetStream } from '../transport/nats-streams.js';
+import { ensureKv, reachJetStream, retrying } from '../transport/nats-streams.js';
 import { verdictSubjectPrefix } from '../transport/verdict.js';
 import type { EventSink } from '../transport/types.js';
 import { PartitionChangelog, type ChangelogRecord } from './changelog.js';
 import { ClusterCoordinator } from './coordinator.js';
 import { partitionFlowControl } from './flow-control.js';
-import { apiKeyHashOfEntry, directoryBucket, directoryKeyEntry, directoryProjectEntry, projectIdOfEntry } from './key-directory.js';
+import { directoryBucket } from './key-directory.js';
+import { DirectoryMirror } from './directory-mirror.js';
+import type { KV } from '@nats-io/kv';
 import type { PartitionHost } from './coordinator.js';
 import { LeaseKeeper } from './lease-keeper.js';
-import { isWrongRevision } from './node-presence.js';
 import type { ForwardedReply, ForwardedRequest } from './rpc.js';
 import { untilEveryPartitionOwned } from './ownership-gate.js';
 import { PartitionRpc } from './rpc.js';
@@ -48,9 +47,6 @@ export interface ClusterStatus {
   partitionCount: number;
 }
 
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
-
 /** How often a node looks for partitions whose changelog is due a snapshot. */
 const SNAPSHOT_CHECK_MS = 5_000;
 
@@ -64,9 +60,6 @@ const SNAPSHOT_CHUNK = 2_000;
  * lease time, at least 10 s.
  */
 export const handoverWaitMs = (leaseMs: number): number => Math.max(10_000, 2 * leaseMs);
-
-/** Longest a start waits for the directory's entries before serving (the rest are read on demand). */
-const DIRECTORY_MIRROR_WAIT_MS = 10_000;
 
 /**
  * One node of a Hookline cluster: it joins the membership, owns the partitions the coordinator
@@ -83,7 +76,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   private connection!: NatsConnection;
   /** One for the node's life: `jetstreamManager()` asks the server for its account info each time it is made. */
   private manager!: JetStreamManager;
-  private directory!: KV;
+  private mirror!: DirectoryMirror;
   private changelog!: PartitionChangelog;
   private rpc!: PartitionRpc;
   private leases!: LeaseKeeper;
@@ -93,7 +86,6 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   private readonly consumers = new Map<number, NatsTransport>();
   /** Events published without their partition, passed on to it. */
   private unpartitioned: UnpartitionedEvents | null = null;
-  private directoryWatch: { stop(): void } | null = null;
   private snapshotTimer: NodeJS.Timeout | null = null;
   /** The snapshots being written, one partition after another. */
   private snapshotting: Promise<void> | null = null;
@@ -101,7 +93,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
 
   /** The cluster directory (projects, keys, portal links), once `connect` has opened it. */
   get sharedDirectory(): KV {
-    return this.directory;
+    return this.mirror.directory;
   }
   private leaving: Promise<void> | null = null;
   /** Logged once: snapshots wait while a live node of an earlier version would not read them. */
@@ -173,7 +165,8 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
       // Handled when awaited below; until then, a failure must not count as an unhandled rejection.
       leases.catch(() => {});
       this.manager = await reachJetStream(this.connection, this.logger);
-      this.directory = await ensureKv(this.connection, this.manager, directoryBucket(this.settings.natsStream), replicas, this.logger);
+      const directory = await ensureKv(this.connection, this.manager, directoryBucket(this.settings.natsStream), replicas, this.logger);
+      this.mirror = new DirectoryMirror(directory, () => this.engine.store, this.logger);
       this.changelog = new PartitionChangelog(this.connection, `${this.settings.natsStream}_CHANGELOG`, `${this.settings.clusterSubjectPrefix}.changelog`, this.settings.changelogSnapshotEvery, {
         id: this.nodeId,
         holdsPartition: (partition) => this.leases.holdsInBucket(partition),
@@ -201,8 +194,19 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   async start(engine: Engine, handle: (request: ForwardedRequest) => Promise<ForwardedReply>): Promise<void> {
     this.engine = engine;
     this.handleForwarded = handle;
+    try {
+      await this.startSteps(engine);
+    } catch (error) {
+      // Each step retries what an election answers (`retrying`); one that still fails names what it waited for.
+      throw natsStartError(natsAccess(this.settings), error);
+    }
+    this.snapshotTimer = setInterval(() => (this.snapshotting ??= this.snapshotDue().finally(() => (this.snapshotting = null))), SNAPSHOT_CHECK_MS);
+    this.snapshotTimer.unref();
+  }
+
+  private async startSteps(engine: Engine): Promise<void> {
     const started = Date.now();
-    const mirrored = await this.mirrorDirectory();
+    const mirrored = await this.mirror.mirror();
     this.logger.info({ ms: Date.now() - started }, mirrored ? 'cluster: directory mirrored; taking partitions' : 'cluster: taking partitions; the directory is still being mirrored');
     await this.coordinator.start();
     this.unpartitioned = new UnpartitionedEvents({
@@ -218,8 +222,6 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
       logger: this.logger,
     });
     await this.unpartitioned.start();
-    this.snapshotTimer = setInterval(() => (this.snapshotting ??= this.snapshotDue().finally(() => (this.snapshotting = null))), SNAPSHOT_CHECK_MS);
-    this.snapshotTimer.unref();
   }
 
   /** Resolves true once every partition has an owner (`ownership-gate.ts`), false if the node stops first. */
@@ -267,115 +269,18 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
     }
   }
 
-  // Directory: projects and key hashes, shared by every node ----------------------------------
+  // Directory: projects and key hashes, shared by every node (directory-mirror.ts) ----------------
 
-  /**
-   * Mirrors the directory into LMDB, then keeps following it; false when the start goes on before
-   * the mirror is complete. The start waits until the watch has brought every entry stored when it
-   * began: the one at the stream's last sequence, read after the watch was made. A watch entry's
-   * `delta` (the consumer's pending count) is no such signal: it may not reach 0 while other nodes
-   * write. The wait is bounded, from making the watch on (a start waiting here hung silently, twice
-   * in full test-suite runs): projects and keys not mirrored yet are read from the directory on
-   * demand, and the watch catches up in the background.
-   */
-  private async mirrorDirectory(): Promise<boolean> {
-    const mirrored = this.followDirectory();
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<'late'>((resolve) => (timer = setTimeout(resolve, DIRECTORY_MIRROR_WAIT_MS, 'late')));
-    try {
-      if ((await Promise.race([mirrored, late])) !== 'late') return true;
-    } finally {
-      clearTimeout(timer);
-    }
-    this.logger.warn({ waitedMs: DIRECTORY_MIRROR_WAIT_MS }, 'cluster: the directory watch has not brought every entry yet; starting anyway, projects are read from the directory on demand');
-    mirrored.then(
-      () => this.logger.info({}, 'cluster: directory mirrored'),
-      (error: unknown) => this.logger.warn({ err: error }, 'cluster: the directory watch could not start; projects are read from the directory on demand'),
-    );
-    return false;
+  authenticate(apiKey: string): Promise<string | null> {
+    return this.mirror.authenticate(apiKey);
   }
 
-  /** Starts following the directory; resolves once every entry stored at the start is mirrored. */
-  private async followDirectory(): Promise<void> {
-    const watch = await this.directory.watch();
-    this.directoryWatch = watch;
-    let initialDone!: () => void;
-    const initial = new Promise<void>((resolve) => (initialDone = resolve));
-    const status = await this.directory.status();
-    const lastAtStart = status.values === 0 ? 0 : status.streamInfo.state.last_seq;
-    if (lastAtStart === 0) initialDone();
-    (async () => {
-      for await (const entry of watch) {
-        if (entry.operation === 'PUT') await this.applyDirectoryEntry(entry.key, decoder.decode(entry.value));
-        else await this.forgetDirectoryEntry(entry.key);
-        if (entry.revision >= lastAtStart) initialDone();
-      }
-    })().catch((error: unknown) => this.logger.warn({ err: error }, 'directory watch ended'));
-    await initial;
+  claimProject(record: ProjectRecord): Promise<boolean> {
+    return this.mirror.claimProject(record);
   }
 
-  private async applyDirectoryEntry(key: string, value: string): Promise<void> {
-    const store = this.engine.store;
-    if (projectIdOfEntry(key) !== null) {
-      const project = JSON.parse(value) as ProjectRecord;
-      await store.mirrorDirectory(project, null, project.id);
-    } else {
-      const apiKeyHash = apiKeyHashOfEntry(key);
-      if (apiKeyHash) await store.mirrorDirectory(null, apiKeyHash, value);
-    }
-  }
-
-  /**
-   * A key revoked in the directory (`hookline keys revoke` in cluster mode), or revoked while this
-   * node was down (the watch starts with every entry's latest version, deletions included): the
-   * mirror is what `Engine.authenticate` reads, so the next request with the key is refused here.
-   */
-  private async forgetDirectoryEntry(key: string): Promise<void> {
-    const apiKeyHash = apiKeyHashOfEntry(key);
-    if (apiKeyHash && (await this.engine.store.forgetApiKey(apiKeyHash))) this.logger.info({ apiKeyHash: apiKeyHash.slice(0, 12) }, 'cluster: an API key was revoked in the directory; refused here from now on');
-  }
-
-  /** Makes sure a project another node just created is mirrored here (the watch may lag); false if there is none. */
-  private async mirrorProject(projectId: string): Promise<boolean> {
-    if (this.engine.store.getProject(projectId)) return true;
-    const entry = await this.directory.get(directoryProjectEntry(projectId));
-    if (!entry || entry.operation !== 'PUT' || entry.value.length === 0) return false;
-    await this.applyDirectoryEntry(entry.key, decoder.decode(entry.value));
-    return true;
-  }
-
-  /**
-   * The project of an API key this node has not mirrored yet, read from the directory itself, so a
-   * key made on another node works here at once; null when the directory has no such key. The key
-   * is left for the watch to mirror: written here, it could land after the watch applied the key's
-   * revocation, and outlive it on this node.
-   */
-  async authenticate(apiKey: string): Promise<string | null> {
-    const entry = await this.directory.get(directoryKeyEntry(hashApiKey(apiKey))).catch(() => null);
-    if (!entry || entry.operation !== 'PUT' || entry.value.length === 0) return null;
-    const projectId = decoder.decode(entry.value);
-    if (!(await this.mirrorProject(projectId))) return null;
-    return projectId;
-  }
-
-  /**
-   * Creates a project's directory entry unless it exists (`SharedProjects`): nodes started together
-   * all find `default` missing, and only the one whose create wins makes its key.
-   */
-  async claimProject(record: ProjectRecord): Promise<boolean> {
-    try {
-      await this.directory.create(directoryProjectEntry(record.id), encoder.encode(JSON.stringify(record)));
-      return true;
-    } catch (error) {
-      if (!isWrongRevision(error)) throw error;
-      await this.mirrorProject(record.id);
-      return false;
-    }
-  }
-
-  async project(record: ProjectRecord, apiKeyHash: string | null): Promise<void> {
-    await this.directory.put(directoryProjectEntry(record.id), encoder.encode(JSON.stringify(record)));
-    if (apiKeyHash) await this.directory.put(directoryKeyEntry(apiKeyHash), encoder.encode(record.id));
+  project(record: ProjectRecord, apiKeyHash: string | null): Promise<void> {
+    return this.mirror.project(record, apiKeyHash);
   }
 
   // Replication of partition state -------------------------------------------------------------
@@ -492,7 +397,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
             details: [{ path: 'subject', message: `must be ${this.settings.natsSubjectPrefix}.${this.partitionOf(projectId)}.${projectId}` }],
           });
         }
-        await this.mirrorProject(projectId);
+        await this.mirror.mirrorProject(projectId);
         return engine.ingest(projectId, input);
       },
       reject: (rejection) => engine.reject(rejection),
@@ -544,7 +449,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   /** Leaves (when it has not yet), then closes the node's NATS connection. */
   async stop(): Promise<void> {
     await this.leave();
-    this.directoryWatch?.stop();
+    this.mirror?.stop();
     this.rpc?.close();
     await this.connection?.drain().catch(() => this.connection?.close());
   }

@@ -1,6 +1,8 @@
 import type { Logger } from '../logger.js';
+import { retrying } from '../transport/nats-streams.js';
 import type { CoordinatorLeases } from './lease-keeper.js';
 import { desiredPartitions } from './rendezvous.js';
+import { TakeoverPolicy } from './takeover-policy.js';
 
 /**
  * What the coordinator asks of the node when ownership changes. `acquire` restores the partition
@@ -39,7 +41,8 @@ export interface CoordinatorOptions {
  *   any other node may take it over.
  * - rebalancing (every tick): hand back partitions another node should own, in the background
  *   (their in-flight attempts drain while the lease is still renewed); take free partitions this
- *   node should own, restoring each before acting for it.
+ *   node should own, restoring each before acting for it, also in the background; and stand in for
+ *   the owner of a partition no node has held for a while (`TakeoverPolicy`).
  * A dead node drops out of the live set when its heartbeat is older than the lease time, so its
  * partitions become desired by others, who take them as soon as its leases expire.
  */
@@ -56,11 +59,16 @@ export class ClusterCoordinator {
   /** Partitions being taken over or handed back: lease held (and renewed), not acted for. */
   private readonly busy = new Set<number>();
   private readonly handovers = new Set<Promise<void>>();
+  /** Takeovers under way: in the background, so that a slow one never holds up a round. */
+  private readonly takeovers = new Set<Promise<void>>();
+  private readonly policy: TakeoverPolicy;
   private timers: { rebalancing?: NodeJS.Timeout; watchdog?: NodeJS.Timeout } = {};
   private rebalancing: Promise<void> | null = null;
   private stopped = false;
 
-  constructor(private readonly options: CoordinatorOptions) {}
+  constructor(private readonly options: CoordinatorOptions) {
+    this.policy = new TakeoverPolicy({ tickMs: options.tickMs });
+  }
 
   get nodeId(): string {
     return this.options.leases.nodeId;
@@ -75,7 +83,7 @@ export class ClusterCoordinator {
       // Its own message: on a single node, "taken by another node" sent operators looking for one.
       this.fence(partition, outcome === 'lost' ? 'partition lease taken by another node; stopped acting for it' : NOT_RENEWED);
     });
-    await this.options.leases.join();
+    await retrying('joining the cluster membership', () => this.options.leases.join(), this.options.logger);
     await this.rebalance();
     const { tickMs } = this.options;
     const every = (ms: number, run: () => void) => {
@@ -108,19 +116,10 @@ export class ClusterCoordinator {
   private handBack(partition: number): void {
     this.owned.delete(partition);
     this.busy.add(partition);
+    this.policy.released(partition);
     const handover = (async () => {
       const started = Date.now();
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<'late'>((resolve) => (timer = setTimeout(resolve, this.options.releaseTimeoutMs, 'late')));
-      try {
-        if ((await Promise.race([this.options.host.release(partition), late])) === 'late') {
-          this.options.logger.warn({ partition }, 'releasing a partition did not finish in time; giving its lease up anyway');
-        }
-      } catch (error) {
-        this.options.logger.error({ err: error, partition }, 'releasing a partition failed');
-      } finally {
-        clearTimeout(timer);
-      }
+      await this.releaseWithin(partition);
       await this.options.leases.release(partition);
       this.busy.delete(partition);
       // How long its calls waited for the next owner, this side of the move.
@@ -128,6 +127,21 @@ export class ClusterCoordinator {
     })();
     this.handovers.add(handover);
     void handover.finally(() => this.handovers.delete(handover));
+  }
+
+  /** The host's release, waited for `releaseTimeoutMs` at most: a stuck release must not keep the lease, nor the partition busy, for good. */
+  private async releaseWithin(partition: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(resolve, this.options.releaseTimeoutMs, 'late')));
+    try {
+      if ((await Promise.race([this.options.host.release(partition), late])) === 'late') {
+        this.options.logger.warn({ partition }, 'releasing a partition did not finish in time; giving its lease up anyway');
+      }
+    } catch (error) {
+      this.options.logger.error({ err: error, partition }, 'releasing a partition failed');
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** One round of rebalancing. Errors are logged; the next tick retries. */
@@ -148,31 +162,50 @@ export class ClusterCoordinator {
       return;
     }
     for (const partition of [...this.owned]) {
-      if (desired.has(partition)) continue;
-      logger.info({ partition, nodes: nodeCount }, 'partition handed over after a rebalance');
+      const standingIn = this.policy.standsIn(partition);
+      if (this.policy.keeps(partition, desired.has(partition))) continue;
+      logger.info({ partition, nodes: nodeCount }, standingIn ? 'partition handed back to its owner after standing in for it' : 'partition handed over after a rebalance');
       this.handBack(partition);
     }
-    // A few per round, in parallel, so one round stays short; the rest come next round.
-    const wanted = [...desired].filter((partition) => !this.owned.has(partition) && !this.busy.has(partition)).slice(0, MAX_ACQUISITIONS_PER_ROUND);
-    await Promise.all(wanted.map((partition) => this.takeOver(partition)));
+    const free = (partition: number) => !this.owned.has(partition) && !this.busy.has(partition) && this.policy.mayTake(partition);
+    // A partition whose owner cannot take it (its takeovers fail, or it backs off) is taken by another node meanwhile.
+    const unowned = await withDeadline(leases.unownedPartitions(partitions), this.options.tickMs * 8, 'reading the partition leases').catch(() => []);
+    const orphans = this.policy.orphans(unowned, desired).filter(free);
+    // A few at a time, in the background, so a round stays short and one slow takeover holds up no other.
+    const room = Math.max(0, MAX_ACQUISITIONS_PER_ROUND - this.takeovers.size);
+    const wanted = [...desired].filter(free).map((partition) => ({ partition, standIn: false }));
+    for (const { partition, standIn } of [...wanted, ...orphans.map((partition) => ({ partition, standIn: true }))].slice(0, room)) {
+      const takeover = this.takeOver(partition, standIn);
+      this.takeovers.add(takeover);
+      void takeover.finally(() => this.takeovers.delete(takeover));
+    }
   }
 
-  private async takeOver(partition: number): Promise<void> {
+  /**
+   * Takes a free lease, restores the partition and serves it; or, failing, gives the lease up at
+   * once and backs off (`TakeoverPolicy`): a lease held is a partition served, or soon free.
+   */
+  private async takeOver(partition: number, standIn: boolean): Promise<void> {
     const { leases, host, logger } = this.options;
-    // Fails while the previous owner's lease is still running (it is alive, or not yet expired).
-    if (this.stopped || !(await leases.acquire(partition))) return;
     this.busy.add(partition);
     try {
-      await host.acquire(partition);
-      if (this.stopped) throw new Error('the node is stopping');
-      if (!leases.isValid(partition)) throw new Error('the lease ran out while the partition was being restored');
-      this.owned.add(partition);
-      this.busy.delete(partition);
-      logger.info({ partition }, 'partition acquired');
-    } catch (error) {
-      logger.error({ err: error, partition }, 'could not take over partition; giving it back');
-      await host.release(partition).catch(() => {});
-      await leases.release(partition);
+      // Fails while the previous owner's lease is still running (it is alive, or not yet expired).
+      if (this.stopped || !(await leases.acquire(partition))) return;
+      try {
+        if (standIn) logger.info({ partition }, 'taking over a partition its owner has left without a lease holder, standing in for it');
+        await host.acquire(partition);
+        if (this.stopped) throw new Error('the node is stopping');
+        if (!leases.isValid(partition)) throw new Error('the lease ran out while the partition was being restored');
+        this.owned.add(partition);
+        this.policy.acquired(partition, standIn);
+        logger.info({ partition }, 'partition acquired');
+      } catch (error) {
+        const retryInMs = this.policy.failed(partition);
+        logger.error({ err: error, partition, retryInMs }, 'could not take over partition; giving it back');
+        await this.releaseWithin(partition);
+        await leases.release(partition);
+      }
+    } finally {
       this.busy.delete(partition);
     }
   }
@@ -186,6 +219,7 @@ export class ClusterCoordinator {
     this.stopped = true;
     clearInterval(this.timers.rebalancing);
     await this.rebalancing;
+    await Promise.all([...this.takeovers]);
     const started = Date.now();
     await this.options.leases.withdraw().catch((error: unknown) => this.options.logger.warn({ err: error }, 'could not leave the cluster membership before handing partitions over; the others take them once this node is gone'));
     this.options.logger.info({ partitions: this.owned.size, ms: Date.now() - started }, 'left the cluster membership; handing every partition back');

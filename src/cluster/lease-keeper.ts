@@ -19,6 +19,8 @@ export interface CoordinatorLeases {
   release(partition: number): Promise<void>;
   /** Node ids whose heartbeat is within the lease time, sorted. */
   liveNodes(): Promise<string[]>;
+  /** The partitions whose lease no node holds now. */
+  unownedPartitions(partitions: number): Promise<number[]>;
   /** Sets who is told of each held lease a renewal found taken by another node (`lost`) or run out locally (`lapsed`). */
   onFenced(listener: (partition: number, outcome: FencedOutcome) => void): void;
   /** Leaves the membership (no more heartbeats), still renewing the leases held: the node is handing them over. */

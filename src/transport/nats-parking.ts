@@ -102,6 +102,8 @@ export class ProjectParking implements OverloadRoute {
       const filter = info.config.filter_subject ?? '';
       const projectId = filter.slice(subjectPrefix.length + 1);
       if (!filter.startsWith(`${subjectPrefix}.`) || projectId.includes('.') || info.name !== parkedConsumerName(durable, projectId)) continue;
+      // Resumed by an earlier try of this listing (a start retries it when the listing fails midway).
+      if (this.parks.has(projectId)) continue;
       // Not made again past its ack floor, as a partition's consumer is (cluster-node.ts): a crash
       // between the delete and the create would lose the messages set aside. Those the run before
       // was handed and never acked come back after ack_wait (30 s).

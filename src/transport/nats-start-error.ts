@@ -97,6 +97,10 @@ export function natsStartError(target: NatsAccess | string | readonly string[], 
     line = access.natsTlsCert
       ? `HOOKLINE_NATS_TLS_CERT=${access.natsTlsCert}: the TLS handshake failed (${said}); check that the server trusts the CA of this client certificate`
       : `${url}: the TLS handshake failed (${said}); if the server asks for a client certificate, set HOOKLINE_NATS_TLS_CERT and HOOKLINE_NATS_TLS_KEY`;
+  } else if (text.includes('temporarily unavailable') || text.includes('still failing after') || String(code) === '10008') {
+    // A NATS cluster that lost a server elects a new leader (JetStream's or a stream's), and answers
+    // 10008 or nothing meanwhile: nothing to fix in the settings, unless it lasts.
+    line = `${url}: NATS is electing a leader (a NATS server was lost or restarted) and JetStream did not answer in time (${said}); start the node again once the NATS cluster has a leader (nats server report jetstream), and check that a majority of its servers run and reach each other`;
   } else if (text.includes('timeout')) {
     line = `${url}: no NATS server answered within ${NATS_CONNECT_TIMEOUT_MS / 1000} s (a NATS server greets at once, so this is another kind of server, or the traffic is dropped); point it at a NATS server's client port, e.g. nats://127.0.0.1:4222`;
   } else if (text.includes('jetstream') || text.includes('no responders') || code === '503') {

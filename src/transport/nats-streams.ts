@@ -60,7 +60,11 @@ function isNotFound(error: unknown): boolean {
   return code === 10059 || code === 10014 || /(stream|consumer) not found/i.test(String(message));
 }
 
-async function retrying<T>(what: string, attempt: () => Promise<T>, log: SetupLog | undefined): Promise<T> {
+/**
+ * Runs one setup step, trying again on a transient failure (a timeout, a leader election) until
+ * `SETUP_DEADLINE_MS`; a step still failing then throws an error naming what it waited for.
+ */
+export async function retrying<T>(what: string, attempt: () => Promise<T>, log: SetupLog | undefined): Promise<T> {
   const started = Date.now();
   for (let tries = 0; ; tries++) {
     try {

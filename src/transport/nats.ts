@@ -12,7 +12,7 @@ import { ConsumerLoop } from './nats-consumer-loop.js';
 import { NatsMessages } from './nats-messages.js';
 import { ProjectParking } from './nats-parking.js';
 import { natsStartError } from './nats-start-error.js';
-import { ensureConsumer, ensureStream, reachJetStream } from './nats-streams.js';
+import { ensureConsumer, ensureStream, reachJetStream, retrying } from './nats-streams.js';
 import type { EventSink, InboundTransport } from './types.js';
 import type { EventVerdict } from './verdict.js';
 import { encodeVerdict, verdictSubject, verdictSubjectPrefix } from './verdict.js';
@@ -188,8 +188,8 @@ export class NatsTransport implements InboundTransport {
       const manager = await this.manager(connection);
       parking = new ProjectParking({ connection, manager, stream: this.stream, durable: this.durable, subjectPrefix: this.subjectPrefix, messages, sink, messagesPerTurn, logger: this.options.logger });
       // Before the stream: a parked project's messages are set aside from the first one on.
-      await parking.resume();
-      first = await this.consume(connection);
+      await retrying(`resuming the parked projects of ${this.durable}`, () => parking!.resume(), this.options.logger);
+      first = await retrying(`opening consumer ${this.durable} on ${this.stream}`, () => this.consume(connection), this.options.logger);
     } catch (error) {
       await parking?.stop();
       if (!this.options.connection) await connection.close().catch(() => {});

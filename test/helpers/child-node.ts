@@ -51,6 +51,8 @@ export interface ChildNodeOptions {
   args?: string[];
   /** How long the node may take to log that it is serving. @default 10000 */
   startTimeoutMs?: number;
+  /** Called with each stdout line as it comes, before the start resolves (a test acting at a given step of the start). */
+  onLine?: (line: string, child: ChildProcess) => void;
 }
 
 /**
@@ -71,6 +73,7 @@ export async function startChildNode(dataDir: string, settings: Record<string, s
     const complete = pending.split('\n');
     pending = complete.pop()!;
     lines.push(...complete);
+    for (const line of complete) options.onLine?.(line, child);
   });
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   let exitedWith: { code: number | null; signal: NodeJS.Signals | null } | null = null;

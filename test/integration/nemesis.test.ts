@@ -10,7 +10,7 @@ import { ensureBuilt } from '../helpers/child-node.js';
  * CI's short seed of `npm run nemesis` (docs/nemesis.md): three nodes on a three-server NATS
  * cluster, 20 s of load under the faults of seed 1, then the checks. It must leave a whole report,
  * which stays in test-artifacts/nemesis/seed-1. That every check held is asserted only with
- * HOOKLINE_NEMESIS_STRICT=1 until findings 2-7 of docs/nemesis.md ("Findings", issue 36) are
+ * HOOKLINE_NEMESIS_STRICT=1 until findings 6 and 8 of docs/nemesis.md ("Findings", issue 36) are
  * fixed: the seed fails some runs on them. Then the report's violations are the message, each a
  * finding about Hookline (the seed's reproduction command, printed by the run, reproduces it).
  */

@@ -37,4 +37,16 @@ describe('NATS start failures', () => {
     expect(error.code).toBe('HOOKLINE_ERR_NATS_UNAVAILABLE');
     expect(error.cause).toBe(electing);
   });
+
+  it('say that NATS is electing a leader, not that JetStream is off, when JetStream answers 10008 or a start step gave up waiting for it (finding 4)', () => {
+    const electing = Object.assign(new Error('JetStream system temporarily unavailable'), { name: 'JetStreamApiError', code: 10008 });
+    const error = natsStartError('nats://127.0.0.1:4222', electing);
+    expect(error.message).toMatch(/^HOOKLINE_NATS_URL=nats:\/\/127\.0\.0\.1:4222: NATS is electing a leader \(a NATS server was lost or restarted\)/);
+    expect(error.message).not.toMatch(/without JetStream/);
+    // As `retrying` gives a step up: what it waited for, for how long, and what NATS last said.
+    const gaveUp = new Error('watching the directory: still failing after 30 s (TIMEOUT)', { cause: Object.assign(new Error('TIMEOUT'), { code: 'TIMEOUT' }) });
+    const waited = natsStartError('nats://127.0.0.1:4222', gaveUp);
+    expect(waited.message).toContain('NATS is electing a leader');
+    expect(waited.message).toContain('(watching the directory: still failing after 30 s (TIMEOUT))');
+  });
 });
