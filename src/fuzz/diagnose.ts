@@ -3,7 +3,7 @@
  * diagnosis is a hint next to the verdict, never the verdict itself: it is given only when the
  * pattern fits (every failure has the trait, and cases without it passed).
  */
-import type { CaseKind, FuzzCase } from './cases.js';
+import type { CaseKind, Expectation, FuzzCase } from './cases.js';
 
 /** One run of a kind, as the diagnosis sees it. */
 export interface RunRecord {
@@ -88,4 +88,40 @@ export function diagnose(kind: CaseKind, records: readonly RunRecord[], largestD
     case 'garbage-header':
       return 'the signature is not checked, or not over these bytes with this secret';
   }
+}
+
+/** The answers to the correctly signed requests of one run: what a right secret must have had accepted. */
+export function signedOutcomes<T>(expect: Expectation, outcomes: readonly T[]): readonly T[] {
+  switch (expect) {
+    case 'accept':
+      return outcomes.slice(0, 1);
+    case 'accept-after-forgery':
+      return outcomes.slice(GENUINE_AFTER_FORGERY);
+    case 'accept-repeat':
+    case 'accept-concurrent':
+      return outcomes;
+    default:
+      return [];
+  }
+}
+
+/** Where the genuine delivery (and the controls after it) start in an id-squatting exchange. */
+export const GENUINE_AFTER_FORGERY = 1;
+
+/**
+ * The one cause when no correctly signed request got a 2xx: the receiver verifies with another
+ * secret (or refuses everything), and every kind expecting a 2xx fails for that alone, so the
+ * kinds' own diagnoses would blame mistakes the receiver may not have. Null when any was accepted,
+ * or none was sent, or none was answered (a receiver that is down is said otherwise).
+ */
+export function refusedEverything(answers: readonly { readonly status: number | null }[]): string | null {
+  if (answers.length === 0 || answers.some((answer) => answer.status !== null && answer.status >= 200 && answer.status < 300)) return null;
+  const byStatus = new Map<string, number>();
+  for (const answer of answers) {
+    const text = answer.status === null ? 'no answer' : String(answer.status);
+    byStatus.set(text, (byStatus.get(text) ?? 0) + 1);
+  }
+  if (!answers.some((answer) => answer.status !== null)) return null;
+  const got = byStatus.size === 1 ? `${[...byStatus.keys()][0]} to all ${answers.length}` : `${[...byStatus].map(([status, count]) => `${status}×${count}`).join(', ')} to the ${answers.length}`;
+  return `no correctly signed delivery was accepted: check the secret; the receiver answered ${got}`;
 }

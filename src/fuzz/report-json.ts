@@ -22,6 +22,7 @@ export const fuzzReportSchema = z.strictObject({
   seed: z.number().int(),
   ok: z.boolean().describe('True when nothing failed: the exit status is 0.'),
   stopped: z.string().nullable().describe('Why the run stopped early (the receiver stopped answering); null when it ran to the end.'),
+  diagnosis: z.string().nullable().describe('One cause for the whole run (no correctly signed delivery was accepted: check the secret); the kinds then carry no diagnosis of their own.'),
   cases: z.array(
     z.strictObject({
       kind: z.enum(CASE_KINDS as [string, ...string[]]),
@@ -86,6 +87,7 @@ export function toJsonReport(input: JsonReportInput): FuzzJsonReport {
     seed: report.seed,
     ok: report.failed === 0 && report.stopped === null && input.measurementFailures.length === 0,
     stopped: report.stopped,
+    diagnosis: report.diagnosis,
     cases: report.results.map((result) => ({
       kind: result.kind,
       what: result.what,
@@ -127,7 +129,8 @@ export function toJunit(json: FuzzJsonReport): string {
   for (const entry of json.cases) {
     lines.push(`    <testcase classname="hookline.fuzz" name="${entry.kind}">`);
     for (const failure of entry.failures) {
-      const body = [entry.diagnosis ? `diagnosis: ${entry.diagnosis}` : '', failure.description, ...failure.curl.map((command) => command ?? '(body too large to inline: --save-failures DIR)')].filter(Boolean).join('\n');
+      const diagnosis = entry.diagnosis ?? json.diagnosis;
+      const body = [diagnosis ? `diagnosis: ${diagnosis}` : '', failure.description, ...failure.curl.map((command) => command ?? '(body too large to inline: --save-failures DIR)')].filter(Boolean).join('\n');
       lines.push(`      <failure message="${xml(`${failure.reason}; ${failure.runs} of ${entry.runs} runs`)}" type="${xml(failure.answers)}">${xml(body)}</failure>`);
     }
     lines.push(`    </testcase>`);

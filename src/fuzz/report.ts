@@ -161,5 +161,6 @@ export function formatFuzzSummary(report: FuzzReport, measurementFailures: reado
   const ok = report.failed === 0 && measurementFailures.length === 0;
   const verdict = ok ? 'the receiver answered every case right' : 'the receiver answered some cases wrong';
   const measured = measurementFailures.length > 0 ? `; ${measurementFailures.join('; ')}` : '';
-  return `${verdict}: of ${counted(report.results.length, 'kind of case', 'kinds of case')} ${passed} passed, ${report.failed} failed (${counted(classes, 'failure class', 'failure classes')})${measured} (seed ${report.seed})`;
+  const cause = report.diagnosis === null ? '' : `\ndiagnosis: ${report.diagnosis}`;
+  return `${verdict}: of ${counted(report.results.length, 'kind of case', 'kinds of case')} ${passed} passed, ${report.failed} failed (${counted(classes, 'failure class', 'failure classes')})${measured} (seed ${report.seed})${cause}`;
 }

@@ -16,7 +16,7 @@ import { buildExchange } from './build.js';
 import type { CaseKind, Expectation, FuzzCase } from './cases.js';
 import { CASE_KINDS, CASE_SPECS, caseArbitrary } from './cases.js';
 import type { RunRecord } from './diagnose.js';
-import { diagnose } from './diagnose.js';
+import { diagnose, refusedEverything, signedOutcomes } from './diagnose.js';
 import { splitsACharacter } from './text.js';
 
 /** What came back: a status, or no answer (`error` says why). */
@@ -97,6 +97,8 @@ export interface FuzzReport {
   readonly failed: number;
   /** Set when the run stopped early because the receiver stopped answering; the kinds after it did not run. */
   readonly stopped: string | null;
+  /** One cause for the whole run (no correctly signed delivery accepted: the secret), in place of the kinds' diagnoses. */
+  readonly diagnosis: string | null;
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
@@ -188,6 +190,8 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   let done = 0;
   let sequence = 0;
   const results: CaseResult[] = [];
+  // Answers to every correctly signed request of the runs (not of shrinking): a wrong secret refuses them all.
+  const signedAnswers: FuzzOutcome[] = [];
 
   for (const [kindIndex, kind] of kinds.entries()) {
     if (stopped !== null) break;
@@ -230,6 +234,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
         if (stopped !== null) return true; // the receiver is gone: finish without sending
         const { exchange, outcomes, tally, reason } = await attempt(fuzzCase);
         answers[tally] = (answers[tally] ?? 0) + 1;
+        signedAnswers.push(...signedOutcomes(spec.expect, outcomes));
         const request = exchange.requests[0]!;
         records.push({ fuzzCase, ok: reason === null, bodyBytes: request.body.length, splitInside: request.transfer ? splitsACharacter(request.body, request.transfer.splits) : false, outcomes });
         if (reason !== null) {
@@ -279,5 +284,13 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
       diagnosis: failedRuns > 0 ? diagnose(kind, records, largestDeliveryBytes) : null,
     });
   }
-  return { seed: options.seed, results, failed: results.filter((result) => result.verdict === 'fail').length, stopped };
+  const diagnosis = stopped === null ? refusedEverything(signedAnswers) : null;
+  return {
+    seed: options.seed,
+    // One cause explains every failure: the kinds' own diagnoses would blame mistakes not shown.
+    results: diagnosis === null ? results : results.map((result) => ({ ...result, diagnosis: null })),
+    failed: results.filter((result) => result.verdict === 'fail').length,
+    stopped,
+    diagnosis,
+  };
 }

@@ -14,9 +14,9 @@ import { captureIo } from '../helpers/cli.js';
 
 const SECRET = generateSecret();
 
-async function fuzz(url: string, flags: readonly string[] = []): Promise<{ code: number; report: FuzzJsonReport }> {
+async function fuzz(url: string, flags: readonly string[] = [], secret = SECRET): Promise<{ code: number; report: FuzzJsonReport }> {
   const io = captureIo();
-  const code = await createFuzzCommand(io).run(['--target', url, '--secret', SECRET, '--seed', '1414', '--runs', '30', '--max-body', '64kb', '--stall-wait', '200ms', '--format', 'json', ...flags]);
+  const code = await createFuzzCommand(io).run(['--target', url, '--secret', secret, '--seed', '1414', '--runs', '30', '--max-body', '64kb', '--stall-wait', '200ms', '--format', 'json', ...flags]);
   expect(io.err()).toBe('');
   return { code, report: JSON.parse(io.out()) as FuzzJsonReport };
 }
@@ -43,5 +43,16 @@ describe('hookline fuzz raises no false alarm', () => {
       expect(side.unbounded).toBe(false);
       expect(Math.abs(side.acceptedSeconds! - 300)).toBeLessThanOrEqual(1);
     }
+  });
+});
+
+describe('hookline fuzz names one cause when no correctly signed delivery is accepted', () => {
+  it('a correct receiver fuzzed with another secret: "check the secret", and no kind blamed for a mistake of its own', async () => {
+    const { code, report } = await fuzz(await serve(CORRECT[0]!.receiver(SECRET)), ['--runs', '10', '--skip-measure'], generateSecret());
+    expect(code).toBe(1);
+    expect(report.diagnosis).toMatch(/^no correctly signed delivery was accepted: check the secret; the receiver answered 400 to all \d+$/);
+    // At least the one correctly signed request of each run of valid, valid-utf8, valid-chunked and valid-rotation.
+    expect(Number(/all (\d+)$/.exec(report.diagnosis!)![1])).toBeGreaterThanOrEqual(40);
+    expect(report.cases.filter((entry) => entry.diagnosis !== null)).toEqual([]);
   });
 });
