@@ -16,6 +16,9 @@ export interface RunRecord {
   readonly outcomes: readonly { readonly status: number | null }[];
 }
 
+const NON_ASCII_REJECTED =
+  'bodies with non-ASCII text (raw UTF-8, as Hookline sends it) rejected: you read the body as latin1/binary (or re-encode it) before verifying; verify the raw bytes, not a string decoded from them in another encoding';
+
 /** When every failure has `trait` and some run without it passed. */
 function only(records: readonly RunRecord[], trait: (record: RunRecord) => boolean): boolean {
   const failed = records.filter((record) => !record.ok);
@@ -25,7 +28,11 @@ function only(records: readonly RunRecord[], trait: (record: RunRecord) => boole
 const rotation = (record: RunRecord) => record.fuzzCase as Extract<FuzzCase, { kind: 'valid-rotation' }>;
 const positionOf = (record: RunRecord) => rotation(record).position % rotation(record).candidates;
 
-/** `largestDeliveryBytes`: the largest body Hookline delivers, which a receiver's body limit must take. */
+/**
+ * `records` holds each failure class's shrunk case too, so that a diagnosis fits the smallest
+ * failing delivery shown with it. `largestDeliveryBytes`: the largest body Hookline delivers,
+ * which a receiver's body limit must take.
+ */
 export function diagnose(kind: CaseKind, records: readonly RunRecord[], largestDeliveryBytes: number): string | null {
   const failed = records.filter((record) => !record.ok);
   if (failed.length === 0) return null;
@@ -33,7 +40,7 @@ export function diagnose(kind: CaseKind, records: readonly RunRecord[], largestD
     case 'valid':
       return null;
     case 'valid-utf8':
-      return 'bodies with non-ASCII text (raw UTF-8, as Hookline sends it) rejected: you read the body as latin1/binary (or re-encode it) before verifying; verify the raw bytes, not a string decoded from them in another encoding';
+      return NON_ASCII_REJECTED;
     case 'valid-chunked':
       // A 413 is the receiver's body limit speaking, whatever the pieces were.
       if (failed.every((record) => record.outcomes[0]?.status === 413)) {
@@ -43,7 +50,13 @@ export function diagnose(kind: CaseKind, records: readonly RunRecord[], largestD
       if (only(records, (record) => record.splitInside)) {
         return 'bodies that arrive in pieces cut inside a UTF-8 character rejected: you decode each chunk on its own (body += chunk); collect the Buffers and verify Buffer.concat(chunks)';
       }
-      return 'large bodies within --max-body rejected: check your body limit and that you read the whole body before verifying';
+      // Only when a smaller body passed: size is then what the failures share.
+      if (records.some((record) => record.ok && record.bodyBytes < Math.min(...failed.map((failure) => failure.bodyBytes)))) {
+        return 'large bodies within --max-body rejected: check your body limit and that you read the whole body before verifying';
+      }
+      // Every chunked body holds non-ASCII text: a failure with no write boundary inside a character is the text's own.
+      if (failed.some((record) => !record.splitInside)) return NON_ASCII_REJECTED;
+      return null;
     case 'valid-rotation':
       if (only(records, (record) => rotation(record).candidates > 1 && positionOf(record) < rotation(record).candidates - 1)) {
         return 'accepted only when the right signature is the last candidate: you check only the last one; Hookline signs with every secret in grace, newest first, and any candidate may be yours';

@@ -158,6 +158,11 @@ export function kindSeed(seed: number, kind: CaseKind): number {
 
 export const runsFor = (kind: CaseKind, runs: number): number => Math.min(runs, (CASE_SPECS[kind] as { maxRuns?: number }).maxRuns ?? runs);
 
+function recordOf(fuzzCase: FuzzCase, exchange: FuzzExchange, outcomes: readonly FuzzOutcome[], ok: boolean): RunRecord {
+  const request = exchange.requests[0]!;
+  return { fuzzCase, ok, bodyBytes: request.body.length, splitInside: request.transfer ? splitsACharacter(request.body, request.transfer.splits) : false, outcomes };
+}
+
 async function sendSafely(send: FuzzOptions['send'], request: FuzzRequest): Promise<FuzzOutcome> {
   try {
     return await send(request);
@@ -235,8 +240,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
         const { exchange, outcomes, tally, reason } = await attempt(fuzzCase);
         answers[tally] = (answers[tally] ?? 0) + 1;
         signedAnswers.push(...signedOutcomes(spec.expect, outcomes));
-        const request = exchange.requests[0]!;
-        records.push({ fuzzCase, ok: reason === null, bodyBytes: request.body.length, splitInside: request.transfer ? splitsACharacter(request.body, request.transfer.splits) : false, outcomes });
+        records.push(recordOf(fuzzCase, exchange, outcomes, reason === null));
         if (reason !== null) {
           const known = classes.get(tally);
           if (known) known.runs++;
@@ -281,7 +285,8 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
       verdict: failures.length > 0 ? 'fail' : 'pass',
       failedRuns,
       failures: failures.sort((a, b) => b.runs - a.runs),
-      diagnosis: failedRuns > 0 ? diagnose(kind, records, largestDeliveryBytes) : null,
+      // With the shrunk cases: a diagnosis must fit the smallest failing delivery it is shown with.
+      diagnosis: failedRuns > 0 ? diagnose(kind, [...records, ...failures.map((failure) => recordOf(failure.fuzzCase, failure.exchange, failure.outcomes, false))], largestDeliveryBytes) : null,
     });
   }
   const diagnosis = stopped === null ? refusedEverything(signedAnswers) : null;

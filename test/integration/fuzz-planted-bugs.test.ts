@@ -56,3 +56,16 @@ describe('hookline fuzz names one cause when no correctly signed delivery is acc
     expect(report.cases.filter((entry) => entry.diagnosis !== null)).toEqual([]);
   });
 });
+
+describe('hookline fuzz gives a diagnosis that fits its shrunk case', () => {
+  it('latin1 bodies: valid-chunked, shrunk to a small body with non-ASCII text, is blamed on the text, not on large bodies', async () => {
+    const latin1 = PLANTED.find((entry) => entry.bug === 'latin1 body')!;
+    const { report } = await fuzz(await serve(latin1.receiver(SECRET)), ['--only', 'valid-chunked', '--skip-measure']);
+    const chunked = report.cases.find((entry) => entry.kind === 'valid-chunked')!;
+    expect(chunked.verdict).toBe('fail');
+    const smallest = Math.min(...chunked.failures.map((failure) => failure.requests[0]!.bodyBytes));
+    expect(smallest).toBeLessThan(1024);
+    expect(chunked.diagnosis).toMatch(/non-ASCII text .* you read the body as latin1/);
+    expect(chunked.diagnosis).not.toMatch(/large bodies/);
+  });
+});
