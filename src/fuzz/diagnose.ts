@@ -4,6 +4,7 @@
  * pattern fits (every failure has the trait, and cases without it passed).
  */
 import type { CaseKind, Expectation, FuzzCase } from './cases.js';
+import { GENUINE_AFTER_FORGERY } from './squatting.js';
 
 /** One run of a kind, as the diagnosis sees it. */
 export interface RunRecord {
@@ -118,8 +119,6 @@ export function signedOutcomes<T>(expect: Expectation, outcomes: readonly T[]): 
   }
 }
 
-/** Where the genuine delivery (and the controls after it) start in an id-squatting exchange. */
-export const GENUINE_AFTER_FORGERY = 1;
 
 /**
  * The one cause when no correctly signed request got a 2xx: the receiver verifies with another

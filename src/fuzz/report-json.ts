@@ -32,8 +32,9 @@ export const fuzzReportSchema = z.strictObject({
       requests: z.number().int().min(0),
       failedRuns: z.number().int().min(0),
       answers: z.record(z.string(), z.number().int().min(0)).describe('Answers by status, or by sequence (`204→409`) for exchanges of several requests.'),
-      verdict: z.enum(['pass', 'fail']),
+      verdict: z.enum(['pass', 'fail', 'undecided']).describe('undecided: no run could tell a right answer from a wrong one (not a failure, and not a pass).'),
       diagnosis: z.string().nullable(),
+      undecided: z.string().nullable().describe('Why the verdict is undecided, and what lets the check decide; null otherwise.'),
       failures: z.array(
         z.strictObject({
           answers: z.string().describe('The answers that make this failure class.'),
@@ -98,6 +99,7 @@ export function toJsonReport(input: JsonReportInput): FuzzJsonReport {
       answers: { ...result.answers },
       verdict: result.verdict,
       diagnosis: result.diagnosis,
+      undecided: result.undecided,
       failures: result.failures.map((failure, index) => ({
         answers: failure.answers,
         reason: failure.reason,
@@ -128,6 +130,7 @@ export function toJunit(json: FuzzJsonReport): string {
   const lines = [`<?xml version="1.0" encoding="UTF-8"?>`, `<testsuites name="hookline fuzz" tests="${tests}" failures="${failures}">`, `  <testsuite name="hookline fuzz ${xml(json.target)}" tests="${tests}" failures="${failures}">`, `    <properties><property name="seed" value="${json.seed}"/></properties>`];
   for (const entry of json.cases) {
     lines.push(`    <testcase classname="hookline.fuzz" name="${entry.kind}">`);
+    if (entry.undecided !== null) lines.push(`      <skipped message="${xml(`could not be decided: ${entry.undecided}`)}"/>`);
     for (const failure of entry.failures) {
       const diagnosis = entry.diagnosis ?? json.diagnosis;
       const body = [diagnosis ? `diagnosis: ${diagnosis}` : '', failure.description, ...failure.curl.map((command) => command ?? '(body too large to inline: --save-failures DIR)')].filter(Boolean).join('\n');

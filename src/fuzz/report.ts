@@ -21,7 +21,7 @@ export function describeCase(fuzzCase: FuzzCase): string {
       return `${counted(fuzzCase.candidates, 'candidate')}, the right one ${position === 1 ? 'first' : `at position ${position}`}`;
     }
     case 'id-squatting':
-      return `first a forged request (${fuzzCase.forgery}) with the webhook-id, then the genuine delivery with the same id`;
+      return `a forged request (${fuzzCase.forgery}) with the webhook-id, twice, then the genuine delivery with the same id; then, as controls, a delivery with a fresh id and its repeat`;
     case 'repeated-webhook-id':
       return `sent, then sent again with the same webhook-id, re-signed ${fuzzCase.laterSeconds} s later`;
     case 'concurrent-duplicates':
@@ -61,7 +61,7 @@ const EXPECT_TEXT: Record<CaseResult['expect'], string> = {
   accept: '2xx',
   reject: 'non-2xx',
   'reject-or-close': 'non-2xx/close',
-  'accept-after-forgery': 'non-2xx, 2xx',
+  'accept-after-forgery': 'non-2xx ×2, 2xx as new',
   'accept-repeat': '2xx, 2xx',
   'accept-concurrent': 'all 2xx',
 };
@@ -73,10 +73,12 @@ function answersText(answers: Readonly<Record<string, number>>): string {
     .join(' ');
 }
 
+const verdictText = (result: CaseResult) => (result.verdict === 'fail' ? `FAIL (${result.failedRuns} of ${result.runs})` : result.verdict === 'undecided' ? 'could not be decided' : 'pass');
+
 /** The table of every kind of case: what was expected, what came back, and the verdict. */
 export function formatFuzzTable(report: FuzzReport, expectDuplicate: DuplicateExpectation = '2xx'): string {
   const expectText = (result: CaseResult) => (expectDuplicate === 'any' && (result.expect === 'accept-repeat' || result.expect === 'accept-concurrent') ? '2xx, any' : EXPECT_TEXT[result.expect]);
-  const rows = report.results.map((result) => [result.kind, expectText(result), String(result.runs), answersText(result.answers), result.verdict === 'pass' ? 'pass' : `FAIL (${result.failedRuns} of ${result.runs})`]);
+  const rows = report.results.map((result) => [result.kind, expectText(result), String(result.runs), answersText(result.answers), verdictText(result)]);
   const header = ['case', 'expect', 'runs', 'answers', 'verdict'];
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
   return textTable([header, widths.map((width) => '-'.repeat(width)), ...rows]).join('\n');
@@ -155,12 +157,13 @@ export function formatMeasurements(measurements: Measurements, toleranceSeconds:
 
 /** The closing line: counts, and the seed. */
 export function formatFuzzSummary(report: FuzzReport, measurementFailures: readonly string[] = []): string {
-  const passed = report.results.length - report.failed;
+  const passed = report.results.filter((result) => result.verdict === 'pass').length;
+  const undecided = report.results.filter((result) => result.verdict === 'undecided');
   if (report.stopped !== null) return `stopped in ${report.results[report.results.length - 1]?.kind ?? 'the first case'}, the other kinds of case not run: ${report.stopped} (seed ${report.seed})`;
   const classes = report.results.reduce((sum, result) => sum + result.failures.length, 0);
   const ok = report.failed === 0 && measurementFailures.length === 0;
   const verdict = ok ? 'the receiver answered every case right' : 'the receiver answered some cases wrong';
   const measured = measurementFailures.length > 0 ? `; ${measurementFailures.join('; ')}` : '';
-  const cause = report.diagnosis === null ? '' : `\ndiagnosis: ${report.diagnosis}`;
-  return `${verdict}: of ${counted(report.results.length, 'kind of case', 'kinds of case')} ${passed} passed, ${report.failed} failed (${counted(classes, 'failure class', 'failure classes')})${measured} (seed ${report.seed})${cause}`;
+  const cause = [...(report.diagnosis === null ? [] : [`\ndiagnosis: ${report.diagnosis}`]), ...undecided.map((result) => `\n${result.kind} could not be decided: ${result.undecided}`)].join('');
+  return `${verdict}: of ${counted(report.results.length, 'kind of case', 'kinds of case')} ${passed} passed, ${report.failed} failed (${counted(classes, 'failure class', 'failure classes')})${undecided.length > 0 ? `, ${undecided.length} could not be decided` : ''}${measured} (seed ${report.seed})${cause}`;
 }

@@ -17,6 +17,7 @@ import type { CaseKind, Expectation, FuzzCase } from './cases.js';
 import { CASE_KINDS, CASE_SPECS, caseArbitrary } from './cases.js';
 import type { RunRecord } from './diagnose.js';
 import { diagnose, refusedEverything, signedOutcomes } from './diagnose.js';
+import { judgeSquatting } from './squatting.js';
 import { splitsACharacter } from './text.js';
 
 /** What came back: a status, or no answer (`error` says why). */
@@ -59,7 +60,8 @@ export interface FuzzOptions {
   onProgress?(progress: { done: number; total: number; kind: CaseKind; shrinking: boolean }): void;
 }
 
-export type Verdict = 'pass' | 'fail';
+/** `undecided`: no run could tell a right answer from a wrong one (see squatting.ts); not a failure, never a pass. */
+export type Verdict = 'pass' | 'fail' | 'undecided';
 
 /** One way a kind of case was answered wrong, with its smallest delivery. */
 export interface FailureClass {
@@ -88,6 +90,8 @@ export interface CaseResult {
   readonly failures: readonly FailureClass[];
   /** What the pattern of passes and failures says about the receiver, when it is a known mistake. */
   readonly diagnosis: string | null;
+  /** Why the verdict is `undecided`; null otherwise. */
+  readonly undecided: string | null;
 }
 
 export interface FuzzReport {
@@ -133,10 +137,10 @@ export function judge(expect: Expectation, outcomes: readonly FuzzOutcome[], exp
       return is2xx(first) ? `expected a non-2xx answer, got ${first.status}: the receiver accepted it` : null;
     case 'reject-or-close':
       return is2xx(first) ? `expected a non-2xx answer or a closed connection, got ${first.status}: the receiver accepted it` : null;
-    case 'accept-after-forgery':
-      if (is2xx(first)) return `the forged request was accepted (${first.status})`;
-      if (!second || !is2xx(second)) return `the genuine delivery, sent after a forged request with its webhook-id, got ${second ? shown(second) : 'nothing'}: the forgery blocked it`;
-      return null;
+    case 'accept-after-forgery': {
+      const judgement = judgeSquatting(outcomes, shown);
+      return judgement !== null && 'fail' in judgement ? judgement.fail : null;
+    }
     case 'accept-repeat':
       if (!is2xx(first)) return `the first send: expected 2xx, got ${shown(first)}`;
       if (expectDuplicate === '2xx' && second && !is2xx(second)) return `the repeated webhook-id got ${shown(second)}: ${REPEAT_WHY}`;
@@ -147,6 +151,13 @@ export function judge(expect: Expectation, outcomes: readonly FuzzOutcome[], exp
       return accepted === outcomes.length ? null : `${outcomes.length - accepted} of ${outcomes.length} concurrent copies of one delivery got ${outcomes.filter((outcome) => !is2xx(outcome)).map(shown).join(', ')}: ${REPEAT_WHY}`;
     }
   }
+}
+
+/** Why answers that `judge` found no fault with still do not show the case passed; null when they do. */
+export function undecidedBy(expect: Expectation, outcomes: readonly FuzzOutcome[]): string | null {
+  if (expect !== 'accept-after-forgery') return null;
+  const judgement = judgeSquatting(outcomes, shown);
+  return judgement !== null && 'undecided' in judgement ? judgement.undecided : null;
 }
 
 /** A kind's own seed, from the run's seed and the kind's name: `--only KIND` replays the same cases. */
@@ -207,6 +218,8 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     const records: RunRecord[] = [];
     const classes = new Map<string, { first: number; runs: number; reason: string; fuzzCase: FuzzCase; exchange: FuzzExchange; outcomes: FuzzOutcome[] }>();
     let requests = 0;
+    let decided = 0;
+    let undecided: string | null = null;
 
     /** Sends one case; returns its answers and what was wrong with them. */
     const attempt = async (fuzzCase: FuzzCase) => {
@@ -241,6 +254,9 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
         answers[tally] = (answers[tally] ?? 0) + 1;
         signedAnswers.push(...signedOutcomes(spec.expect, outcomes));
         records.push(recordOf(fuzzCase, exchange, outcomes, reason === null));
+        const unsure = reason === null ? undecidedBy(spec.expect, outcomes) : null;
+        if (unsure !== null) undecided ??= unsure;
+        else if (reason === null) decided++;
         if (reason !== null) {
           const known = classes.get(tally);
           if (known) known.runs++;
@@ -282,7 +298,9 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
       runs: records.length,
       requests,
       answers,
-      verdict: failures.length > 0 ? 'fail' : 'pass',
+      // One run that could tell is enough to pass; none that could, and it is undecided.
+      verdict: failures.length > 0 ? 'fail' : decided === 0 && undecided !== null ? 'undecided' : 'pass',
+      undecided: failures.length === 0 && decided === 0 ? undecided : null,
       failedRuns,
       failures: failures.sort((a, b) => b.runs - a.runs),
       // With the shrunk cases: a diagnosis must fit the smallest failing delivery it is shown with.
