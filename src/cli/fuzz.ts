@@ -36,10 +36,12 @@ import type { CliIo } from './io.js';
 import { processIo } from './io.js';
 import { progressBar } from './progress.js';
 import { projectFlag } from './replay.js';
+import { replayCase, reproducer } from './fuzz-replay.js';
 
 const kindLines = CASE_KINDS.map((kind) => `  ${kind.padEnd(24)} ${CASE_SPECS[kind].what}`).join('\n');
 
 const HELP = `Usage: hookline fuzz --target URL --secret whsec_… [--seed S] [--runs N] [options]
+       hookline fuzz --replay-case FILE [--target URL] [--secret whsec_…]
 
 Fuzzes a webhook receiver: sends it signed deliveries, valid and adversarial, built from seeded
 fast-check arbitraries, and judges its answers. Valid deliveries must get a 2xx; every forged or
@@ -69,7 +71,10 @@ Options:
   --api-key KEY          the project's key for --corpus URL (default HOOKLINE_API_KEY)
   --format F             text (default) or json: one JSON report on stdout (docs/fuzz-report.schema.json)
   --junit FILE           also write the result as JUnit XML
-  --save-failures DIR    save each failing request (JSON and body files) for curl to send again
+  --save-failures DIR    write each failure's case file there (default: a new temp directory), and its
+                         requests (JSON and body files) for curl to send again
+  --replay-case FILE     send a failing case again as the run sent it (pieces, order, copies at once),
+                         with a new webhook-id and timestamp, and judge it (--target, --secret optional)
   --skip-measure         judge only; do not measure the timestamp window, body size and stalls
   --stall-wait T         how long a stalled request waits for the receiver (default 5s)
   --timeout T            per request (default HOOKLINE_DELIVERY_TIMEOUT, else 15s: what real deliveries wait)
@@ -164,6 +169,7 @@ export function createFuzzCommand(io: CliIo = processIo()): CliCommand {
   const command = { name: 'fuzz', help: HELP };
   return commandWithHelp(io, command, async (args) => {
     // The old flag judged a 2xx to a repeat as a failure, which is backwards for at-least-once delivery.
+    if (args.some((arg) => arg === '--replay-case' || arg.startsWith('--replay-case='))) return replayCase(io, args);
     if (args.includes('--strict-replay')) return usageProblem(io, 'fuzz', ['--strict-replay is gone: a repeated webhook-id must now get a 2xx, as at-least-once delivery needs; --expect-duplicate any accepts any answer']);
     return runParsed(io, 'fuzz', args, FLAGS, schema(io), async (options) => {
       if (options.corpus !== undefined && isUrl(options.corpus) && args.some((arg) => arg === '--project' || arg.startsWith('--project='))) {
@@ -245,24 +251,13 @@ export function createFuzzCommand(io: CliIo = processIo()): CliCommand {
         }
         progress.finish();
         const measured = measurements ? measurementFailures(measurements) : [];
-        const curls = new Map<FailureClass, readonly (string | null)[]>();
-        const curl = (result: CaseResult, failure: FailureClass, index: number) => {
-          let commands = curls.get(failure);
-          if (!commands) {
-            const dir = options['save-failures'];
-            // Concurrent copies are one request sent several times at once: one command.
-            const requests = failure.exchange.concurrent ? failure.exchange.requests.slice(0, 1) : failure.exchange.requests;
-            commands = dir !== undefined ? saveFailure(dir, `${result.kind}-${index + 1}`, options.target, failure.reason, requests).curl : requests.map((request) => curlCommand(request, options.target));
-            curls.set(failure, commands);
-          }
-          return commands;
-        };
-        const jsonReport = toJsonReport({ report, target: options.target, measurements, measurementFailures: measured, curl });
+        const reproduce = reproducer(report, { target: options.target, toleranceSeconds: options.tolerance, maxBodyBytes, expectDuplicate: options['expect-duplicate'], customHeaders: customHeaders ?? {}, corpus, saveDir: options['save-failures'] });
+        const jsonReport = toJsonReport({ report, target: options.target, measurements, measurementFailures: measured, reproduce });
         if (options.junit !== undefined) writeFileSync(options.junit, toJunit(jsonReport));
         if (json) {
           io.stdout.write(`${JSON.stringify(jsonReport)}\n`);
         } else {
-          const findings = formatFuzzFindings(report, options.target, curl);
+          const findings = formatFuzzFindings(report, options.target, reproduce);
           const figures = measurements ? `${formatMeasurements(measurements, options.tolerance, maxBodyBytes)}\n\n` : '';
           say(`\n${formatFuzzTable(report, options['expect-duplicate'])}\n\n${figures}${findings === '' ? '' : `${findings}\n\n`}${formatFuzzSummary(report, measured)}\n`);
         }

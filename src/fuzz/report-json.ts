@@ -52,7 +52,8 @@ export const fuzzReportSchema = z.strictObject({
             }),
           ),
           outcomes: z.array(z.strictObject({ status: z.number().int().nullable(), error: z.string().nullable() })),
-          curl: z.array(z.string().nullable()).describe('One command per request, in order; null when the body is too large to inline and was not saved.'),
+          replay: z.string().describe('The command that sends this case again as the run sent it (hookline fuzz --replay-case FILE).'),
+          curl: z.array(z.string().nullable()).describe('A curl command for the one request, when curl sends it as the run did (one request, one write); empty otherwise. Null when the body is too large to inline and was not saved.'),
         }),
       ),
     }),
@@ -77,8 +78,16 @@ export interface JsonReportInput {
   readonly target: string;
   readonly measurements: Measurements | null;
   readonly measurementFailures: readonly string[];
-  readonly curl: (result: CaseResult, failure: FailureClass, index: number) => readonly (string | null)[];
+  readonly reproduce: (result: CaseResult, failure: FailureClass, index: number) => Reproduction;
 }
+
+/** How a failure is sent again: the replay command, and a curl command when curl sends it as the run did. */
+export interface Reproduction {
+  readonly replay: string;
+  readonly curl: readonly (string | null)[];
+}
+
+const reproduction = (found: Reproduction) => ({ replay: found.replay, curl: [...found.curl] });
 
 export function toJsonReport(input: JsonReportInput): FuzzJsonReport {
   const { report } = input;
@@ -114,7 +123,7 @@ export function toJsonReport(input: JsonReportInput): FuzzJsonReport {
           splits: [...(request.transfer?.splits ?? [])],
         })),
         outcomes: failure.outcomes.map((outcome) => ({ status: outcome.status, error: outcome.error })),
-        curl: [...input.curl(result, failure, index)],
+        ...reproduction(input.reproduce(result, failure, index)),
       })),
     })),
     measurements: input.measurements ? { ...input.measurements, failures: [...input.measurementFailures] } : null,
@@ -133,7 +142,7 @@ export function toJunit(json: FuzzJsonReport): string {
     if (entry.undecided !== null) lines.push(`      <skipped message="${xml(`could not be decided: ${entry.undecided}`)}"/>`);
     for (const failure of entry.failures) {
       const diagnosis = entry.diagnosis ?? json.diagnosis;
-      const body = [diagnosis ? `diagnosis: ${diagnosis}` : '', failure.description, ...failure.curl.map((command) => command ?? '(body too large to inline: --save-failures DIR)')].filter(Boolean).join('\n');
+      const body = [diagnosis ? `diagnosis: ${diagnosis}` : '', failure.description, `replay: ${failure.replay}`, ...failure.curl.map((command) => `curl: ${command ?? '(body too large to inline: --save-failures DIR)'}`)].filter(Boolean).join('\n');
       lines.push(`      <failure message="${xml(`${failure.reason}; ${failure.runs} of ${entry.runs} runs`)}" type="${xml(failure.answers)}">${xml(body)}</failure>`);
     }
     lines.push(`    </testcase>`);

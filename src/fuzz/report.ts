@@ -1,5 +1,6 @@
 import { counted } from '../plural.js';
-import type { FuzzRequest } from './build.js';
+import type { FuzzExchange, FuzzRequest } from './build.js';
+import type { Reproduction } from './report-json.js';
 import { TIMESTAMP_MARGIN_SECONDS, tamperedTypeOf } from './build.js';
 import type { FuzzCase } from './cases.js';
 import type { Measurements, WindowSide } from './measure.js';
@@ -99,24 +100,31 @@ export function formatFuzzRequest(request: FuzzRequest, target: string): string 
   return [`    POST ${target}`, ...headers, `    body (${counted(request.body.length, 'byte')}${transfer}): ${bodyPreview(request.body)}`].join('\n');
 }
 
-/** Each failure class with its smallest failing delivery and a curl command for exactly that request. */
-export function formatFuzzFindings(report: FuzzReport, target: string, reproduce: (result: CaseResult, failure: FailureClass, index: number) => readonly (string | null)[]): string {
+/** What a replay of `exchange` sends, in a few words: its label. */
+export function exchangeText(exchange: FuzzExchange): string {
+  const [first] = exchange.requests;
+  if (exchange.concurrent) return `${exchange.requests.length} copies of one request at once`;
+  if (exchange.requests.length > 1) return `${exchange.requests.length} requests in turn`;
+  if (first?.transfer) return `1 request, ${first.transfer.framing}, written in ${first.transfer.splits.length + 1} pieces cut at bytes ${first.transfer.splits.join(', ')}`;
+  return '1 request';
+}
+
+/** Each failure class with its smallest failing delivery and the commands that send it again as it was sent. */
+export function formatFuzzFindings(report: FuzzReport, target: string, reproduce: (result: CaseResult, failure: FailureClass, index: number) => Reproduction): string {
   const blocks: string[] = [];
   for (const result of report.results) {
     for (const [index, failure] of result.failures.entries()) {
       const sends = failure.exchange.requests.length > 1 ? ` (${failure.exchange.requests.length} requests${failure.exchange.concurrent ? ' at once' : ', in turn'})` : '';
       const answers = failure.outcomes.map((outcome) => (outcome.status === null ? `no answer: ${outcome.error}` : String(outcome.status))).join(', then ');
-      const curl = reproduce(result, failure, index);
+      const { replay, curl } = reproduce(result, failure, index);
       const lines = [
         `FAIL ${result.kind} (${result.what}): ${failure.reason}; ${failure.runs} of ${counted(result.runs, 'run')}`,
         ...(index === 0 && result.diagnosis ? [`  diagnosis: ${result.diagnosis}`] : []),
         `  smallest failing delivery, after ${counted(failure.shrinks, 'shrink')}${sends}; the receiver answered ${answers}:`,
         `    (${describeCase(failure.fuzzCase)})`,
         ...(failure.exchange.concurrent ? failure.exchange.requests.slice(0, 1) : failure.exchange.requests).map((request) => formatFuzzRequest(request, target)),
-        ...curl.map((command, step) => {
-          const which = failure.exchange.concurrent ? ` (${failure.exchange.requests.length} at once)` : curl.length > 1 ? ` (${step + 1} of ${curl.length}, in turn)` : '';
-          return `  reproduce${which}: ${command ?? 'the body is too large to show here: add --save-failures DIR for a curl command reading it from a file'}`;
-        }),
+        `  reproduce (${exchangeText(failure.exchange)}, as the run sent it, with a new webhook-id and timestamp; the secret from --secret or WEBHOOK_SECRET): ${replay}`,
+        ...curl.map((command) => `  or with curl (the same request, signed at the run's time: within the receiver's tolerance): ${command ?? 'the body is too large to show here: add --save-failures DIR for a curl command reading it from a file'}`),
       ];
       blocks.push(lines.join('\n'));
     }

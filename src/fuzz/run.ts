@@ -103,6 +103,8 @@ export interface FuzzReport {
   readonly stopped: string | null;
   /** One cause for the whole run (no correctly signed delivery accepted: the secret), in place of the kinds' diagnoses. */
   readonly diagnosis: string | null;
+  /** The largest body Hookline delivers, which bounded the valid bodies: a replayed case is built with it. */
+  readonly largestDeliveryBytes: number;
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
@@ -315,5 +317,6 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     failed: results.filter((result) => result.verdict === 'fail').length,
     stopped,
     diagnosis,
+    largestDeliveryBytes,
   };
 }

@@ -106,7 +106,8 @@ describe('hookline fuzz', () => {
     const tampered = out.slice(out.indexOf('FAIL tampered-body'));
     expect(tampered).toMatch(/smallest failing delivery, after \d+ shrinks?/);
     expect(tampered).toContain('webhook-signature: v1,');
-    expect(tampered).toMatch(/reproduce: curl -sS -o \/dev\/null -w '%\{http_code\}\\n' -X POST '[^']+' -H 'content-type: application\/json' -H 'user-agent: Hookline\/[^']+' -H 'webhook-id: msg_/);
+    expect(tampered).toMatch(/\n {2}reproduce \(1 request, as the run sent it, with a new webhook-id and timestamp; the secret from --secret or WEBHOOK_SECRET\): hookline fuzz --replay-case '[^']+tampered-body-1\.case\.json'\n/);
+    expect(tampered).toMatch(/or with curl \(the same request, signed at the run's time: within the receiver's tolerance\): curl -sS -o \/dev\/null -w '%\{http_code\}\\n' -X POST '[^']+' -H 'content-type: application\/json' -H 'user-agent: Hookline\/[^']+' -H 'webhook-id: msg_/);
     expect(out.split('\n').every((line) => line.length < 1_000)).toBe(true);
   });
 
