@@ -273,6 +273,12 @@ describe('hookline fuzz', () => {
     expect(xml).toContain('<testsuites name="hookline fuzz" tests="4" failures="2">');
     expect(xml).toMatch(/<testcase classname="hookline.fuzz" name="wrong-secret">\s*<failure message="expected a non-2xx answer, got 204: the receiver accepted it; 10 of 10 runs"/);
 
+    expect(xml).toMatch(/replay: hookline fuzz --replay-case &#39;[^&]+wrong-secret-1\.case\.json&#39;\ncurl: curl -sS/);
+    // --format junit writes the same XML on stdout (a second run: new ids and timestamps).
+    const asFormat = await fuzz(receiver.url, '--runs', '10', '--only', 'valid,wrong-secret,stale-timestamp', '--format', 'junit');
+    const unstamped = (text: string) => text.replace(/(webhook-id: |webhook-timestamp: |v1,|replay-case &#39;)[^&]+/g, '$1…').replace(/(--data-binary )[^<]+/g, '$1…').replace(/<system-out>[^<]*<\/system-out>/, '');
+    expect(unstamped(asFormat.out)).toBe(unstamped(xml));
+
     // The saved curl command sends exactly the one failing request, byte for byte.
     const failure = report.cases.find((entry) => entry.kind === 'wrong-secret')!.failures[0]!;
     expect(existsSync(`${dir.path}/failures/wrong-secret-1.json`)).toBe(true);
@@ -309,7 +315,7 @@ describe('hookline fuzz', () => {
     expect(io.err()).toContain('hookline fuzz: --runs: must be the cases per kind, an integer from 1 to 10000 (got "0")');
     expect(io.err()).toContain('hookline fuzz: --only: unknown kind of case nope; one or more of: valid,');
     expect(io.err()).toContain('hookline fuzz: --expect-duplicate: must be 2xx or any');
-    expect(io.err()).toContain('hookline fuzz: --format: must be text or json');
+    expect(io.err()).toContain('hookline fuzz: --format: must be text, json or junit');
     expect(io.err()).toContain('Run "hookline fuzz --help" for usage.');
     const strict = captureIo();
     expect(await createFuzzCommand(strict).run(['--target', 'http://127.0.0.1:9/', '--strict-replay'])).toBe(2);
