@@ -47,7 +47,9 @@ describe('hookline fuzz reproduces every failure as it was sent', () => {
     const failures = report.cases.flatMap((entry) => entry.failures.map((failure) => ({ kind: entry.kind, failure })));
     expect(failures.length).toBeGreaterThan(0);
     for (const { kind, failure } of failures) {
-      const replayed = await hookline(failure.replay);
+      // Copies sent at once race inside the receiver: a replay shows the failure when they meet as they met in the run, so up to 3 tries.
+      let replayed = await hookline(failure.replay);
+      for (let tries = 1; kind === 'concurrent-duplicates' && replayed.code !== 1 && tries < 3; tries++) replayed = await hookline(failure.replay);
       expect(replayed.code, `${failure.replay}\n${replayed.out}`).toBe(1);
       expect(replayed.out).toContain(`\nFAIL ${kind}: `);
       // Which of several copies sent at once is refused is the scheduler's choice; in turn, the answers are the run's.
