@@ -4,7 +4,6 @@
  * commands that send it again.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { buildExchange } from '../fuzz/build.js';
@@ -29,8 +28,10 @@ export interface RunSettings {
   readonly expectDuplicate: DuplicateExpectation;
   readonly customHeaders: Readonly<Record<string, string>>;
   readonly corpus: readonly Uint8Array[] | undefined;
-  /** --save-failures: also the request files curl reads. @default a new directory under the system's temp directory */
+  /** --save-failures: also the request files curl reads. @default a new directory under `tempRoot` */
   readonly saveDir: string | undefined;
+  /** Where the default directory goes: TMPDIR of the command's environment, else the system's. */
+  readonly tempRoot: string;
 }
 
 /** Whether curl sends `exchange` as the run did: one request, in one write. */
@@ -43,7 +44,7 @@ export function reproducer(report: FuzzReport, settings: RunSettings): (result: 
   return (result, failure, index) => {
     const known = made.get(failure);
     if (known) return known;
-    dir ??= mkdtempSync(join(tmpdir(), 'hookline-fuzz-'));
+    dir ??= mkdtempSync(join(settings.tempRoot, 'hookline-fuzz-'));
     const name = `${result.kind}-${index + 1}`;
     const { corpus } = settings;
     const file = saveCase(dir, name, {

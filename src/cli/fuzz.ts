@@ -1,4 +1,5 @@
 import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { z } from 'zod';
 import {
   CASE_KINDS,
@@ -259,7 +260,7 @@ export function createFuzzCommand(io: CliIo = processIo()): CliCommand {
         }
         progress.finish();
         const measured = measurements ? measurementFailures(measurements) : [];
-        const reproduce = reproducer(report, { target: options.target, toleranceSeconds: options.tolerance, maxBodyBytes, expectDuplicate: options['expect-duplicate'], customHeaders: customHeaders ?? {}, corpus, saveDir: options['save-failures'] });
+        const reproduce = reproducer(report, { target: options.target, toleranceSeconds: options.tolerance, maxBodyBytes, expectDuplicate: options['expect-duplicate'], customHeaders: customHeaders ?? {}, corpus, saveDir: options['save-failures'], tempRoot: io.env.TMPDIR || tmpdir() });
         const jsonReport = toJsonReport({ report, target: options.target, measurements, measurementFailures: measured, reproduce });
         if (options.junit !== undefined) writeFileSync(options.junit, toJunit(jsonReport));
         if (options.format === 'junit') {

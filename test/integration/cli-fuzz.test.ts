@@ -66,7 +66,10 @@ const reserialise: Verdict = async (request, body) => {
 };
 
 async function fuzz(url: string, ...extra: string[]): Promise<{ code: number; out: string; err: string }> {
-  const io = captureIo();
+  // Failing cases are written under TMPDIR: one removed after the test.
+  const dir = makeTempDir();
+  onTestFinished(() => dir.remove());
+  const io = captureIo({ TMPDIR: dir.path });
   const code = await createFuzzCommand(io).run(['--target', url, '--secret', SECRET, '--seed', '4242', '--runs', '25', '--max-body', '64kb', '--stall-wait', '200ms', ...extra]);
   return { code, out: io.out(), err: io.err() };
 }
@@ -165,8 +168,10 @@ describe('hookline fuzz', () => {
   });
 
   it('sends valid bodies no larger than Hookline delivers (HOOKLINE_MAX_BODY plus the envelope), and blames a 413 on the body limit', async () => {
+    const dir = makeTempDir();
+    onTestFinished(() => dir.remove());
     const chunked = async (receiver: { url: string }, env: Record<string, string> = {}) => {
-      const io = captureIo(env);
+      const io = captureIo({ ...env, TMPDIR: dir.path });
       const code = await createFuzzCommand(io).run(['--target', receiver.url, '--secret', SECRET, '--seed', '4242', '--runs', '40', '--only', 'valid-chunked', '--skip-measure']);
       return { code, out: io.out() };
     };

@@ -1,9 +1,10 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { createFuzzCommand } from '../../src/cli/fuzz.js';
 import type { FuzzJsonReport } from '../../src/fuzz/index.js';
 import { generateSecret } from '../../src/sdk/index.js';
 import { CORRECT, PLANTED, serve } from '../fixtures/planted-receivers.js';
 import { captureIo } from '../helpers/cli.js';
+import { makeTempDir } from '../helpers/temp-dir.js';
 
 /**
  * `hookline fuzz` against receivers with one planted bug each: it exits 1 and names exactly the
@@ -14,8 +15,15 @@ import { captureIo } from '../helpers/cli.js';
 
 const SECRET = generateSecret();
 
+/** An environment whose TMPDIR (where failing cases are written) is removed after the test. */
+function tempEnv(env: Record<string, string> = {}): Record<string, string> {
+  const dir = makeTempDir();
+  onTestFinished(() => dir.remove());
+  return { ...env, TMPDIR: dir.path };
+}
+
 async function fuzz(url: string, flags: readonly string[] = [], secret = SECRET): Promise<{ code: number; report: FuzzJsonReport }> {
-  const io = captureIo();
+  const io = captureIo(tempEnv());
   const code = await createFuzzCommand(io).run(['--target', url, '--secret', secret, '--seed', '1414', '--runs', '30', '--max-body', '64kb', '--stall-wait', '200ms', '--format', 'json', ...flags]);
   expect(io.err()).toBe('');
   return { code, report: JSON.parse(io.out()) as FuzzJsonReport };

@@ -1,12 +1,13 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { createFuzzCommand } from '../../src/cli/fuzz.js';
 import type { FuzzJsonReport } from '../../src/fuzz/index.js';
 import { generateSecret } from '../../src/sdk/index.js';
 import { PLANTED, serve } from '../fixtures/planted-receivers.js';
 import { captureIo } from '../helpers/cli.js';
+import { makeTempDir } from '../helpers/temp-dir.js';
 
 /**
  * Every reproduce command `hookline fuzz` prints, run as printed against the planted receiver it
@@ -17,6 +18,13 @@ import { captureIo } from '../helpers/cli.js';
 
 const SECRET = generateSecret();
 const run = promisify(execFile);
+
+/** An environment whose TMPDIR (where failing cases are written) is removed after the test. */
+function tempEnv(env: Record<string, string> = {}): Record<string, string> {
+  const dir = makeTempDir();
+  onTestFinished(() => dir.remove());
+  return { ...env, TMPDIR: dir.path };
+}
 
 /** The words of a shell command, as sh splits them. */
 async function words(command: string): Promise<string[]> {
@@ -35,7 +43,7 @@ async function hookline(command: string): Promise<{ code: number; out: string }>
 }
 
 async function fuzz(url: string, flags: readonly string[] = [], format = 'json'): Promise<string> {
-  const io = captureIo({ WEBHOOK_SECRET: SECRET });
+  const io = captureIo(tempEnv({ WEBHOOK_SECRET: SECRET }));
   await createFuzzCommand(io).run(['--target', url, '--seed', '1414', '--runs', '30', '--max-body', '64kb', '--skip-measure', '--format', format, ...flags]);
   return io.out();
 }
