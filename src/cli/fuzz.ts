@@ -1,4 +1,5 @@
 import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { z } from 'zod';
 import {
   CASE_KINDS,
@@ -36,10 +37,14 @@ import type { CliIo } from './io.js';
 import { processIo } from './io.js';
 import { progressBar } from './progress.js';
 import { projectFlag } from './replay.js';
+import { replayCase, reproducer } from './fuzz-replay.js';
+import { exportVectors } from './fuzz-vectors.js';
 
 const kindLines = CASE_KINDS.map((kind) => `  ${kind.padEnd(24)} ${CASE_SPECS[kind].what}`).join('\n');
 
 const HELP = `Usage: hookline fuzz --target URL --secret whsec_… [--seed S] [--runs N] [options]
+       hookline fuzz --replay-case FILE [--target URL] [--secret whsec_…]
+       hookline fuzz --export-vectors DIR [--secret whsec_…] [--seed S] [--runs N] [--max-body SIZE]
 
 Fuzzes a webhook receiver: sends it signed deliveries, valid and adversarial, built from seeded
 fast-check arbitraries, and judges its answers. Valid deliveries must get a 2xx; every forged or
@@ -67,9 +72,15 @@ Options:
                          directory DIR (read-only), or asked of a running Hookline at URL (GET /v1/events)
   --project ID           the project of --corpus DIR (default: default)
   --api-key KEY          the project's key for --corpus URL (default HOOKLINE_API_KEY)
-  --format F             text (default) or json: one JSON report on stdout (docs/fuzz-report.schema.json)
+  --format F             text (default); json: one JSON report on stdout (docs/fuzz-report.schema.json);
+                         junit: JUnit XML on stdout (as --junit FILE writes)
   --junit FILE           also write the result as JUnit XML
-  --save-failures DIR    save each failing request (JSON and body files) for curl to send again
+  --save-failures DIR    write each failure's case file there (default: a new temp directory), and its
+                         requests (JSON and body files) for curl to send again
+  --replay-case FILE     send a failing case again as the run sent it (pieces, order, copies at once),
+                         with a new webhook-id and timestamp, and judge it (--target, --secret optional)
+  --export-vectors DIR   write the single-request cases as JSON test vectors (docs/fuzz-vectors.md) to
+                         DIR/hookline-fuzz-vectors.json: no receiver needed (--runs default 10, --max-body 64kb)
   --skip-measure         judge only; do not measure the timestamp window, body size and stalls
   --stall-wait T         how long a stalled request waits for the receiver (default 5s)
   --timeout T            per request (default HOOKLINE_DELIVERY_TIMEOUT, else 15s: what real deliveries wait)
@@ -126,7 +137,7 @@ function schema(io: CliIo) {
     corpus: z.string().min(1, 'must name a data directory or a Hookline URL').optional(),
     project: projectFlag,
     'api-key': z.string().optional().transform((key) => key ?? io.env.HOOKLINE_API_KEY),
-    format: z.enum(['text', 'json'], { error: 'must be text or json' }).default('text'),
+    format: z.enum(['text', 'json', 'junit'], { error: 'must be text, json or junit' }).default('text'),
     junit: z.string().min(1, 'must name a file').optional(),
     'save-failures': z.string().min(1, 'must name a directory').optional(),
     'skip-measure': z.boolean().optional(),
@@ -164,6 +175,9 @@ export function createFuzzCommand(io: CliIo = processIo()): CliCommand {
   const command = { name: 'fuzz', help: HELP };
   return commandWithHelp(io, command, async (args) => {
     // The old flag judged a 2xx to a repeat as a failure, which is backwards for at-least-once delivery.
+    const given = (flag: string) => args.some((arg) => arg === flag || arg.startsWith(`${flag}=`));
+    if (given('--replay-case')) return replayCase(io, args);
+    if (given('--export-vectors')) return exportVectors(io, args);
     if (args.includes('--strict-replay')) return usageProblem(io, 'fuzz', ['--strict-replay is gone: a repeated webhook-id must now get a 2xx, as at-least-once delivery needs; --expect-duplicate any accepts any answer']);
     return runParsed(io, 'fuzz', args, FLAGS, schema(io), async (options) => {
       if (options.corpus !== undefined && isUrl(options.corpus) && args.some((arg) => arg === '--project' || arg.startsWith('--project='))) {
@@ -181,7 +195,8 @@ export function createFuzzCommand(io: CliIo = processIo()): CliCommand {
       const shownTarget = maskUrlCredentials(options.target);
       const maxBodyBytes = options['max-body'];
       const key = decodeSecret(options.secret)!;
-      const json = options.format === 'json';
+      // junit, like json, is one document on stdout and nothing else.
+      const json = options.format !== 'text';
       const say = (text: string) => void (json ? undefined : io.stdout.write(text));
       // A target nobody listens on, or that never answers, would fail every case: say so at once, without shrinking.
       const unreachable = await connectProblem(options.target, options.timeout);
@@ -245,24 +260,15 @@ export function createFuzzCommand(io: CliIo = processIo()): CliCommand {
         }
         progress.finish();
         const measured = measurements ? measurementFailures(measurements) : [];
-        const curls = new Map<FailureClass, readonly (string | null)[]>();
-        const curl = (result: CaseResult, failure: FailureClass, index: number) => {
-          let commands = curls.get(failure);
-          if (!commands) {
-            const dir = options['save-failures'];
-            // Concurrent copies are one request sent several times at once: one command.
-            const requests = failure.exchange.concurrent ? failure.exchange.requests.slice(0, 1) : failure.exchange.requests;
-            commands = dir !== undefined ? saveFailure(dir, `${result.kind}-${index + 1}`, options.target, failure.reason, requests).curl : requests.map((request) => curlCommand(request, options.target));
-            curls.set(failure, commands);
-          }
-          return commands;
-        };
-        const jsonReport = toJsonReport({ report, target: options.target, measurements, measurementFailures: measured, curl });
+        const reproduce = reproducer(report, { target: options.target, toleranceSeconds: options.tolerance, maxBodyBytes, expectDuplicate: options['expect-duplicate'], customHeaders: customHeaders ?? {}, corpus, saveDir: options['save-failures'], tempRoot: io.env.TMPDIR || tmpdir() });
+        const jsonReport = toJsonReport({ report, target: options.target, measurements, measurementFailures: measured, reproduce });
         if (options.junit !== undefined) writeFileSync(options.junit, toJunit(jsonReport));
-        if (json) {
+        if (options.format === 'junit') {
+          io.stdout.write(toJunit(jsonReport));
+        } else if (json) {
           io.stdout.write(`${JSON.stringify(jsonReport)}\n`);
         } else {
-          const findings = formatFuzzFindings(report, options.target, curl);
+          const findings = formatFuzzFindings(report, options.target, reproduce);
           const figures = measurements ? `${formatMeasurements(measurements, options.tolerance, maxBodyBytes)}\n\n` : '';
           say(`\n${formatFuzzTable(report, options['expect-duplicate'])}\n\n${figures}${findings === '' ? '' : `${findings}\n\n`}${formatFuzzSummary(report, measured)}\n`);
         }

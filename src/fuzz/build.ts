@@ -147,7 +147,10 @@ export function buildExchange(fuzzCase: FuzzCase, context: BuildContext): FuzzEx
         fuzzCase.forgery === 'no-signature' ? buildRequest({ kind: 'missing-header', delivery: fuzzCase.delivery, header: 'webhook-signature' }, context)
         : fuzzCase.forgery === 'wrong-secret' ? buildRequest({ kind: 'wrong-secret', delivery: fuzzCase.delivery, otherKey: fuzzCase.otherKey }, context)
         : buildRequest({ kind: 'tampered-body', delivery: fuzzCase.delivery, tamper: { how: 'event-id' } }, context);
-      return { requests: [forged, genuine], concurrent: false };
+      // The controls: a fresh id and its repeat, to tell what this receiver answers to each (squatting.ts).
+      const fresh = { ...context, webhookId: `${context.webhookId}_fresh` };
+      const control = buildRequest({ kind: 'valid', delivery: fuzzCase.delivery }, fresh);
+      return { requests: [forged, forged, genuine, control, control], concurrent: false };
     }
     case 'repeated-webhook-id': {
       const first = buildRequest({ kind: 'valid', delivery: fuzzCase.delivery }, context);

@@ -16,8 +16,9 @@ import { filler, unicodeText } from './text.js';
  * - `accept`: a 2xx.
  * - `reject`: an answer that is not 2xx (no answer at all is a failure too: the receiver broke).
  * - `reject-or-close`: not 2xx, or the connection closed before an answer (a body-size limit).
- * - `accept-after-forgery`: a forged request with a fresh `webhook-id`, then the genuine delivery
- *   with that id: the forgery a non-2xx, the genuine one a 2xx.
+ * - `accept-after-forgery`: a forged request with a fresh `webhook-id`, twice, then the genuine
+ *   delivery with that id, then a fresh delivery and its repeat as controls: the forgeries a non-2xx,
+ *   the genuine one a 2xx, and not the answer to a repeat where that differs (squatting.ts).
  * - `accept-repeat`: the same delivery twice, in turn; both 2xx (see `--expect-duplicate`).
  * - `accept-concurrent`: the same delivery several times at once; all 2xx (see `--expect-duplicate`).
  */
@@ -48,7 +49,7 @@ export const CASE_SPECS = {
   'unknown-version': { expect: 'reject', what: 'right signature under an unknown version (v2,…)' },
   'bad-base64': { expect: 'reject', what: 'v1 signature with broken base64' },
   'oversized-body': { expect: 'reject-or-close', what: 'signed body over the size limit', maxRuns: 5 },
-  'id-squatting': { expect: 'accept-after-forgery', what: 'a forged request with a fresh webhook-id, then the genuine delivery with it', maxRuns: 50 },
+  'id-squatting': { expect: 'accept-after-forgery', what: 'a forged request with a fresh webhook-id, twice, then the genuine delivery with it, answered as a new delivery is', maxRuns: 50 },
   'repeated-webhook-id': { expect: 'accept-repeat', what: 'a valid delivery sent again, re-signed, as a retry sends it', maxRuns: 50 },
   'concurrent-duplicates': { expect: 'accept-concurrent', what: 'the same valid delivery sent 2 to 4 times at once', maxRuns: 20 },
 } as const satisfies Record<string, CaseSpec>;

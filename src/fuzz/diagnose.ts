@@ -3,7 +3,8 @@
  * diagnosis is a hint next to the verdict, never the verdict itself: it is given only when the
  * pattern fits (every failure has the trait, and cases without it passed).
  */
-import type { CaseKind, FuzzCase } from './cases.js';
+import type { CaseKind, Expectation, FuzzCase } from './cases.js';
+import { GENUINE_AFTER_FORGERY } from './squatting.js';
 
 /** One run of a kind, as the diagnosis sees it. */
 export interface RunRecord {
@@ -16,6 +17,9 @@ export interface RunRecord {
   readonly outcomes: readonly { readonly status: number | null }[];
 }
 
+const NON_ASCII_REJECTED =
+  'bodies with non-ASCII text (raw UTF-8, as Hookline sends it) rejected: you read the body as latin1/binary (or re-encode it) before verifying; verify the raw bytes, not a string decoded from them in another encoding';
+
 /** When every failure has `trait` and some run without it passed. */
 function only(records: readonly RunRecord[], trait: (record: RunRecord) => boolean): boolean {
   const failed = records.filter((record) => !record.ok);
@@ -25,7 +29,11 @@ function only(records: readonly RunRecord[], trait: (record: RunRecord) => boole
 const rotation = (record: RunRecord) => record.fuzzCase as Extract<FuzzCase, { kind: 'valid-rotation' }>;
 const positionOf = (record: RunRecord) => rotation(record).position % rotation(record).candidates;
 
-/** `largestDeliveryBytes`: the largest body Hookline delivers, which a receiver's body limit must take. */
+/**
+ * `records` holds each failure class's shrunk case too, so that a diagnosis fits the smallest
+ * failing delivery shown with it. `largestDeliveryBytes`: the largest body Hookline delivers,
+ * which a receiver's body limit must take.
+ */
 export function diagnose(kind: CaseKind, records: readonly RunRecord[], largestDeliveryBytes: number): string | null {
   const failed = records.filter((record) => !record.ok);
   if (failed.length === 0) return null;
@@ -33,7 +41,7 @@ export function diagnose(kind: CaseKind, records: readonly RunRecord[], largestD
     case 'valid':
       return null;
     case 'valid-utf8':
-      return 'bodies with non-ASCII text (raw UTF-8, as Hookline sends it) rejected: you read the body as latin1/binary (or re-encode it) before verifying; verify the raw bytes, not a string decoded from them in another encoding';
+      return NON_ASCII_REJECTED;
     case 'valid-chunked':
       // A 413 is the receiver's body limit speaking, whatever the pieces were.
       if (failed.every((record) => record.outcomes[0]?.status === 413)) {
@@ -43,7 +51,13 @@ export function diagnose(kind: CaseKind, records: readonly RunRecord[], largestD
       if (only(records, (record) => record.splitInside)) {
         return 'bodies that arrive in pieces cut inside a UTF-8 character rejected: you decode each chunk on its own (body += chunk); collect the Buffers and verify Buffer.concat(chunks)';
       }
-      return 'large bodies within --max-body rejected: check your body limit and that you read the whole body before verifying';
+      // Only when a smaller body passed: size is then what the failures share.
+      if (records.some((record) => record.ok && record.bodyBytes < Math.min(...failed.map((failure) => failure.bodyBytes)))) {
+        return 'large bodies within --max-body rejected: check your body limit and that you read the whole body before verifying';
+      }
+      // Every chunked body holds non-ASCII text: a failure with no write boundary inside a character is the text's own.
+      if (failed.some((record) => !record.splitInside)) return NON_ASCII_REJECTED;
+      return null;
     case 'valid-rotation':
       if (only(records, (record) => rotation(record).candidates > 1 && positionOf(record) < rotation(record).candidates - 1)) {
         return 'accepted only when the right signature is the last candidate: you check only the last one; Hookline signs with every secret in grace, newest first, and any candidate may be yours';
@@ -88,4 +102,38 @@ export function diagnose(kind: CaseKind, records: readonly RunRecord[], largestD
     case 'garbage-header':
       return 'the signature is not checked, or not over these bytes with this secret';
   }
+}
+
+/** The answers to the correctly signed requests of one run: what a right secret must have had accepted. */
+export function signedOutcomes<T>(expect: Expectation, outcomes: readonly T[]): readonly T[] {
+  switch (expect) {
+    case 'accept':
+      return outcomes.slice(0, 1);
+    case 'accept-after-forgery':
+      return outcomes.slice(GENUINE_AFTER_FORGERY);
+    case 'accept-repeat':
+    case 'accept-concurrent':
+      return outcomes;
+    default:
+      return [];
+  }
+}
+
+
+/**
+ * The one cause when no correctly signed request got a 2xx: the receiver verifies with another
+ * secret (or refuses everything), and every kind expecting a 2xx fails for that alone, so the
+ * kinds' own diagnoses would blame mistakes the receiver may not have. Null when any was accepted,
+ * or none was sent, or none was answered (a receiver that is down is said otherwise).
+ */
+export function refusedEverything(answers: readonly { readonly status: number | null }[]): string | null {
+  if (answers.length === 0 || answers.some((answer) => answer.status !== null && answer.status >= 200 && answer.status < 300)) return null;
+  const byStatus = new Map<string, number>();
+  for (const answer of answers) {
+    const text = answer.status === null ? 'no answer' : String(answer.status);
+    byStatus.set(text, (byStatus.get(text) ?? 0) + 1);
+  }
+  if (!answers.some((answer) => answer.status !== null)) return null;
+  const got = byStatus.size === 1 ? `${[...byStatus.keys()][0]} to all ${answers.length}` : `${[...byStatus].map(([status, count]) => `${status}×${count}`).join(', ')} to the ${answers.length}`;
+  return `no correctly signed delivery was accepted: check the secret; the receiver answered ${got}`;
 }

@@ -12,6 +12,6 @@ export type { FuzzJsonReport } from './report-json.js';
 export { fuzzReportSchema, toJsonReport, toJunit } from './report-json.js';
 export { curlCommand, saveFailure } from './reproduce.js';
 export type { CaseResult, DuplicateExpectation, FailureClass, FuzzOptions, FuzzOutcome, FuzzReport, Verdict } from './run.js';
-export { DEFAULT_MAX_BODY_BYTES, DEFAULT_RUNS, judge, kindSeed, runFuzz, runsFor } from './run.js';
+export { DEFAULT_MAX_BODY_BYTES, DEFAULT_RUNS, judge, kindSeed, runFuzz, runsFor, undecidedBy } from './run.js';
 export type { StallOutcome, WireOutcome, WireRequest } from './wire.js';
 export { sendStalled, sendWire } from './wire.js';

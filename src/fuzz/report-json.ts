@@ -22,6 +22,7 @@ export const fuzzReportSchema = z.strictObject({
   seed: z.number().int(),
   ok: z.boolean().describe('True when nothing failed: the exit status is 0.'),
   stopped: z.string().nullable().describe('Why the run stopped early (the receiver stopped answering); null when it ran to the end.'),
+  diagnosis: z.string().nullable().describe('One cause for the whole run (no correctly signed delivery was accepted: check the secret); the kinds then carry no diagnosis of their own.'),
   cases: z.array(
     z.strictObject({
       kind: z.enum(CASE_KINDS as [string, ...string[]]),
@@ -31,8 +32,9 @@ export const fuzzReportSchema = z.strictObject({
       requests: z.number().int().min(0),
       failedRuns: z.number().int().min(0),
       answers: z.record(z.string(), z.number().int().min(0)).describe('Answers by status, or by sequence (`204→409`) for exchanges of several requests.'),
-      verdict: z.enum(['pass', 'fail']),
+      verdict: z.enum(['pass', 'fail', 'undecided']).describe('undecided: no run could tell a right answer from a wrong one (not a failure, and not a pass).'),
       diagnosis: z.string().nullable(),
+      undecided: z.string().nullable().describe('Why the verdict is undecided, and what lets the check decide; null otherwise.'),
       failures: z.array(
         z.strictObject({
           answers: z.string().describe('The answers that make this failure class.'),
@@ -50,7 +52,8 @@ export const fuzzReportSchema = z.strictObject({
             }),
           ),
           outcomes: z.array(z.strictObject({ status: z.number().int().nullable(), error: z.string().nullable() })),
-          curl: z.array(z.string().nullable()).describe('One command per request, in order; null when the body is too large to inline and was not saved.'),
+          replay: z.string().describe('The command that sends this case again as the run sent it (hookline fuzz --replay-case FILE).'),
+          curl: z.array(z.string().nullable()).describe('A curl command for the one request, when curl sends it as the run did (one request, one write); empty otherwise. Null when the body is too large to inline and was not saved.'),
         }),
       ),
     }),
@@ -75,8 +78,16 @@ export interface JsonReportInput {
   readonly target: string;
   readonly measurements: Measurements | null;
   readonly measurementFailures: readonly string[];
-  readonly curl: (result: CaseResult, failure: FailureClass, index: number) => readonly (string | null)[];
+  readonly reproduce: (result: CaseResult, failure: FailureClass, index: number) => Reproduction;
 }
+
+/** How a failure is sent again: the replay command, and a curl command when curl sends it as the run did. */
+export interface Reproduction {
+  readonly replay: string;
+  readonly curl: readonly (string | null)[];
+}
+
+const reproduction = (found: Reproduction) => ({ replay: found.replay, curl: [...found.curl] });
 
 export function toJsonReport(input: JsonReportInput): FuzzJsonReport {
   const { report } = input;
@@ -86,6 +97,7 @@ export function toJsonReport(input: JsonReportInput): FuzzJsonReport {
     seed: report.seed,
     ok: report.failed === 0 && report.stopped === null && input.measurementFailures.length === 0,
     stopped: report.stopped,
+    diagnosis: report.diagnosis,
     cases: report.results.map((result) => ({
       kind: result.kind,
       what: result.what,
@@ -96,6 +108,7 @@ export function toJsonReport(input: JsonReportInput): FuzzJsonReport {
       answers: { ...result.answers },
       verdict: result.verdict,
       diagnosis: result.diagnosis,
+      undecided: result.undecided,
       failures: result.failures.map((failure, index) => ({
         answers: failure.answers,
         reason: failure.reason,
@@ -110,7 +123,7 @@ export function toJsonReport(input: JsonReportInput): FuzzJsonReport {
           splits: [...(request.transfer?.splits ?? [])],
         })),
         outcomes: failure.outcomes.map((outcome) => ({ status: outcome.status, error: outcome.error })),
-        curl: [...input.curl(result, failure, index)],
+        ...reproduction(input.reproduce(result, failure, index)),
       })),
     })),
     measurements: input.measurements ? { ...input.measurements, failures: [...input.measurementFailures] } : null,
@@ -126,8 +139,10 @@ export function toJunit(json: FuzzJsonReport): string {
   const lines = [`<?xml version="1.0" encoding="UTF-8"?>`, `<testsuites name="hookline fuzz" tests="${tests}" failures="${failures}">`, `  <testsuite name="hookline fuzz ${xml(json.target)}" tests="${tests}" failures="${failures}">`, `    <properties><property name="seed" value="${json.seed}"/></properties>`];
   for (const entry of json.cases) {
     lines.push(`    <testcase classname="hookline.fuzz" name="${entry.kind}">`);
+    if (entry.undecided !== null) lines.push(`      <skipped message="${xml(`could not be decided: ${entry.undecided}`)}"/>`);
     for (const failure of entry.failures) {
-      const body = [entry.diagnosis ? `diagnosis: ${entry.diagnosis}` : '', failure.description, ...failure.curl.map((command) => command ?? '(body too large to inline: --save-failures DIR)')].filter(Boolean).join('\n');
+      const diagnosis = entry.diagnosis ?? json.diagnosis;
+      const body = [diagnosis ? `diagnosis: ${diagnosis}` : '', failure.description, `replay: ${failure.replay}`, ...failure.curl.map((command) => `curl: ${command ?? '(body too large to inline: --save-failures DIR)'}`)].filter(Boolean).join('\n');
       lines.push(`      <failure message="${xml(`${failure.reason}; ${failure.runs} of ${entry.runs} runs`)}" type="${xml(failure.answers)}">${xml(body)}</failure>`);
     }
     lines.push(`    </testcase>`);

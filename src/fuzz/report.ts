@@ -1,5 +1,6 @@
 import { counted } from '../plural.js';
-import type { FuzzRequest } from './build.js';
+import type { FuzzExchange, FuzzRequest } from './build.js';
+import type { Reproduction } from './report-json.js';
 import { TIMESTAMP_MARGIN_SECONDS, tamperedTypeOf } from './build.js';
 import type { FuzzCase } from './cases.js';
 import type { Measurements, WindowSide } from './measure.js';
@@ -21,7 +22,7 @@ export function describeCase(fuzzCase: FuzzCase): string {
       return `${counted(fuzzCase.candidates, 'candidate')}, the right one ${position === 1 ? 'first' : `at position ${position}`}`;
     }
     case 'id-squatting':
-      return `first a forged request (${fuzzCase.forgery}) with the webhook-id, then the genuine delivery with the same id`;
+      return `a forged request (${fuzzCase.forgery}) with the webhook-id, twice, then the genuine delivery with the same id; then, as controls, a delivery with a fresh id and its repeat`;
     case 'repeated-webhook-id':
       return `sent, then sent again with the same webhook-id, re-signed ${fuzzCase.laterSeconds} s later`;
     case 'concurrent-duplicates':
@@ -61,7 +62,7 @@ const EXPECT_TEXT: Record<CaseResult['expect'], string> = {
   accept: '2xx',
   reject: 'non-2xx',
   'reject-or-close': 'non-2xx/close',
-  'accept-after-forgery': 'non-2xx, 2xx',
+  'accept-after-forgery': 'non-2xx ×2, 2xx as new',
   'accept-repeat': '2xx, 2xx',
   'accept-concurrent': 'all 2xx',
 };
@@ -73,10 +74,12 @@ function answersText(answers: Readonly<Record<string, number>>): string {
     .join(' ');
 }
 
+const verdictText = (result: CaseResult) => (result.verdict === 'fail' ? `FAIL (${result.failedRuns} of ${result.runs})` : result.verdict === 'undecided' ? 'could not be decided' : 'pass');
+
 /** The table of every kind of case: what was expected, what came back, and the verdict. */
 export function formatFuzzTable(report: FuzzReport, expectDuplicate: DuplicateExpectation = '2xx'): string {
   const expectText = (result: CaseResult) => (expectDuplicate === 'any' && (result.expect === 'accept-repeat' || result.expect === 'accept-concurrent') ? '2xx, any' : EXPECT_TEXT[result.expect]);
-  const rows = report.results.map((result) => [result.kind, expectText(result), String(result.runs), answersText(result.answers), result.verdict === 'pass' ? 'pass' : `FAIL (${result.failedRuns} of ${result.runs})`]);
+  const rows = report.results.map((result) => [result.kind, expectText(result), String(result.runs), answersText(result.answers), verdictText(result)]);
   const header = ['case', 'expect', 'runs', 'answers', 'verdict'];
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
   return textTable([header, widths.map((width) => '-'.repeat(width)), ...rows]).join('\n');
@@ -97,24 +100,31 @@ export function formatFuzzRequest(request: FuzzRequest, target: string): string 
   return [`    POST ${target}`, ...headers, `    body (${counted(request.body.length, 'byte')}${transfer}): ${bodyPreview(request.body)}`].join('\n');
 }
 
-/** Each failure class with its smallest failing delivery and a curl command for exactly that request. */
-export function formatFuzzFindings(report: FuzzReport, target: string, reproduce: (result: CaseResult, failure: FailureClass, index: number) => readonly (string | null)[]): string {
+/** What a replay of `exchange` sends, in a few words: its label. */
+export function exchangeText(exchange: FuzzExchange): string {
+  const [first] = exchange.requests;
+  if (exchange.concurrent) return `${exchange.requests.length} copies of one request at once`;
+  if (exchange.requests.length > 1) return `${exchange.requests.length} requests in turn`;
+  if (first?.transfer) return `1 request, ${first.transfer.framing}, written in ${first.transfer.splits.length + 1} pieces cut at bytes ${first.transfer.splits.join(', ')}`;
+  return '1 request';
+}
+
+/** Each failure class with its smallest failing delivery and the commands that send it again as it was sent. */
+export function formatFuzzFindings(report: FuzzReport, target: string, reproduce: (result: CaseResult, failure: FailureClass, index: number) => Reproduction): string {
   const blocks: string[] = [];
   for (const result of report.results) {
     for (const [index, failure] of result.failures.entries()) {
       const sends = failure.exchange.requests.length > 1 ? ` (${failure.exchange.requests.length} requests${failure.exchange.concurrent ? ' at once' : ', in turn'})` : '';
       const answers = failure.outcomes.map((outcome) => (outcome.status === null ? `no answer: ${outcome.error}` : String(outcome.status))).join(', then ');
-      const curl = reproduce(result, failure, index);
+      const { replay, curl } = reproduce(result, failure, index);
       const lines = [
         `FAIL ${result.kind} (${result.what}): ${failure.reason}; ${failure.runs} of ${counted(result.runs, 'run')}`,
         ...(index === 0 && result.diagnosis ? [`  diagnosis: ${result.diagnosis}`] : []),
         `  smallest failing delivery, after ${counted(failure.shrinks, 'shrink')}${sends}; the receiver answered ${answers}:`,
         `    (${describeCase(failure.fuzzCase)})`,
         ...(failure.exchange.concurrent ? failure.exchange.requests.slice(0, 1) : failure.exchange.requests).map((request) => formatFuzzRequest(request, target)),
-        ...curl.map((command, step) => {
-          const which = failure.exchange.concurrent ? ` (${failure.exchange.requests.length} at once)` : curl.length > 1 ? ` (${step + 1} of ${curl.length}, in turn)` : '';
-          return `  reproduce${which}: ${command ?? 'the body is too large to show here: add --save-failures DIR for a curl command reading it from a file'}`;
-        }),
+        `  reproduce (${exchangeText(failure.exchange)}, as the run sent it, with a new webhook-id and timestamp; the secret from --secret or WEBHOOK_SECRET): ${replay}`,
+        ...curl.map((command) => `  or with curl (the same request, signed at the run's time: within the receiver's tolerance): ${command ?? 'the body is too large to show here: add --save-failures DIR for a curl command reading it from a file'}`),
       ];
       blocks.push(lines.join('\n'));
     }
@@ -155,11 +165,13 @@ export function formatMeasurements(measurements: Measurements, toleranceSeconds:
 
 /** The closing line: counts, and the seed. */
 export function formatFuzzSummary(report: FuzzReport, measurementFailures: readonly string[] = []): string {
-  const passed = report.results.length - report.failed;
+  const passed = report.results.filter((result) => result.verdict === 'pass').length;
+  const undecided = report.results.filter((result) => result.verdict === 'undecided');
   if (report.stopped !== null) return `stopped in ${report.results[report.results.length - 1]?.kind ?? 'the first case'}, the other kinds of case not run: ${report.stopped} (seed ${report.seed})`;
   const classes = report.results.reduce((sum, result) => sum + result.failures.length, 0);
   const ok = report.failed === 0 && measurementFailures.length === 0;
   const verdict = ok ? 'the receiver answered every case right' : 'the receiver answered some cases wrong';
   const measured = measurementFailures.length > 0 ? `; ${measurementFailures.join('; ')}` : '';
-  return `${verdict}: of ${counted(report.results.length, 'kind of case', 'kinds of case')} ${passed} passed, ${report.failed} failed (${counted(classes, 'failure class', 'failure classes')})${measured} (seed ${report.seed})`;
+  const cause = [...(report.diagnosis === null ? [] : [`\ndiagnosis: ${report.diagnosis}`]), ...undecided.map((result) => `\n${result.kind} could not be decided: ${result.undecided}`)].join('');
+  return `${verdict}: of ${counted(report.results.length, 'kind of case', 'kinds of case')} ${passed} passed, ${report.failed} failed (${counted(classes, 'failure class', 'failure classes')})${undecided.length > 0 ? `, ${undecided.length} could not be decided` : ''}${measured} (seed ${report.seed})${cause}`;
 }

@@ -10,7 +10,8 @@ import type { FuzzRequest } from './build.js';
 /** Bodies up to this size are written into the curl command itself; larger ones need the saved file. */
 const INLINE_BODY_BYTES = 2048;
 
-const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
+/** `text` as one single-quoted shell word. */
+export const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
 
 /** Whether the bytes survive a trip through a shell string: valid UTF-8, no NUL. */
 const inlinable = (body: Uint8Array) => body.length <= INLINE_BODY_BYTES && !body.includes(0) && Buffer.from(Buffer.from(body).toString('utf8'), 'utf8').equals(body);

@@ -16,7 +16,8 @@ import { buildExchange } from './build.js';
 import type { CaseKind, Expectation, FuzzCase } from './cases.js';
 import { CASE_KINDS, CASE_SPECS, caseArbitrary } from './cases.js';
 import type { RunRecord } from './diagnose.js';
-import { diagnose } from './diagnose.js';
+import { diagnose, refusedEverything, signedOutcomes } from './diagnose.js';
+import { judgeSquatting } from './squatting.js';
 import { splitsACharacter } from './text.js';
 
 /** What came back: a status, or no answer (`error` says why). */
@@ -59,7 +60,8 @@ export interface FuzzOptions {
   onProgress?(progress: { done: number; total: number; kind: CaseKind; shrinking: boolean }): void;
 }
 
-export type Verdict = 'pass' | 'fail';
+/** `undecided`: no run could tell a right answer from a wrong one (see squatting.ts); not a failure, never a pass. */
+export type Verdict = 'pass' | 'fail' | 'undecided';
 
 /** One way a kind of case was answered wrong, with its smallest delivery. */
 export interface FailureClass {
@@ -88,6 +90,8 @@ export interface CaseResult {
   readonly failures: readonly FailureClass[];
   /** What the pattern of passes and failures says about the receiver, when it is a known mistake. */
   readonly diagnosis: string | null;
+  /** Why the verdict is `undecided`; null otherwise. */
+  readonly undecided: string | null;
 }
 
 export interface FuzzReport {
@@ -97,6 +101,10 @@ export interface FuzzReport {
   readonly failed: number;
   /** Set when the run stopped early because the receiver stopped answering; the kinds after it did not run. */
   readonly stopped: string | null;
+  /** One cause for the whole run (no correctly signed delivery accepted: the secret), in place of the kinds' diagnoses. */
+  readonly diagnosis: string | null;
+  /** The largest body Hookline delivers, which bounded the valid bodies: a replayed case is built with it. */
+  readonly largestDeliveryBytes: number;
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
@@ -131,10 +139,10 @@ export function judge(expect: Expectation, outcomes: readonly FuzzOutcome[], exp
       return is2xx(first) ? `expected a non-2xx answer, got ${first.status}: the receiver accepted it` : null;
     case 'reject-or-close':
       return is2xx(first) ? `expected a non-2xx answer or a closed connection, got ${first.status}: the receiver accepted it` : null;
-    case 'accept-after-forgery':
-      if (is2xx(first)) return `the forged request was accepted (${first.status})`;
-      if (!second || !is2xx(second)) return `the genuine delivery, sent after a forged request with its webhook-id, got ${second ? shown(second) : 'nothing'}: the forgery blocked it`;
-      return null;
+    case 'accept-after-forgery': {
+      const judgement = judgeSquatting(outcomes, shown);
+      return judgement !== null && 'fail' in judgement ? judgement.fail : null;
+    }
     case 'accept-repeat':
       if (!is2xx(first)) return `the first send: expected 2xx, got ${shown(first)}`;
       if (expectDuplicate === '2xx' && second && !is2xx(second)) return `the repeated webhook-id got ${shown(second)}: ${REPEAT_WHY}`;
@@ -147,6 +155,13 @@ export function judge(expect: Expectation, outcomes: readonly FuzzOutcome[], exp
   }
 }
 
+/** Why answers that `judge` found no fault with still do not show the case passed; null when they do. */
+export function undecidedBy(expect: Expectation, outcomes: readonly FuzzOutcome[]): string | null {
+  if (expect !== 'accept-after-forgery') return null;
+  const judgement = judgeSquatting(outcomes, shown);
+  return judgement !== null && 'undecided' in judgement ? judgement.undecided : null;
+}
+
 /** A kind's own seed, from the run's seed and the kind's name: `--only KIND` replays the same cases. */
 export function kindSeed(seed: number, kind: CaseKind): number {
   let hash = 0x811c9dc5;
@@ -155,6 +170,11 @@ export function kindSeed(seed: number, kind: CaseKind): number {
 }
 
 export const runsFor = (kind: CaseKind, runs: number): number => Math.min(runs, (CASE_SPECS[kind] as { maxRuns?: number }).maxRuns ?? runs);
+
+function recordOf(fuzzCase: FuzzCase, exchange: FuzzExchange, outcomes: readonly FuzzOutcome[], ok: boolean): RunRecord {
+  const request = exchange.requests[0]!;
+  return { fuzzCase, ok, bodyBytes: request.body.length, splitInside: request.transfer ? splitsACharacter(request.body, request.transfer.splits) : false, outcomes };
+}
 
 async function sendSafely(send: FuzzOptions['send'], request: FuzzRequest): Promise<FuzzOutcome> {
   try {
@@ -188,6 +208,8 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   let done = 0;
   let sequence = 0;
   const results: CaseResult[] = [];
+  // Answers to every correctly signed request of the runs (not of shrinking): a wrong secret refuses them all.
+  const signedAnswers: FuzzOutcome[] = [];
 
   for (const [kindIndex, kind] of kinds.entries()) {
     if (stopped !== null) break;
@@ -198,6 +220,8 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     const records: RunRecord[] = [];
     const classes = new Map<string, { first: number; runs: number; reason: string; fuzzCase: FuzzCase; exchange: FuzzExchange; outcomes: FuzzOutcome[] }>();
     let requests = 0;
+    let decided = 0;
+    let undecided: string | null = null;
 
     /** Sends one case; returns its answers and what was wrong with them. */
     const attempt = async (fuzzCase: FuzzCase) => {
@@ -230,8 +254,11 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
         if (stopped !== null) return true; // the receiver is gone: finish without sending
         const { exchange, outcomes, tally, reason } = await attempt(fuzzCase);
         answers[tally] = (answers[tally] ?? 0) + 1;
-        const request = exchange.requests[0]!;
-        records.push({ fuzzCase, ok: reason === null, bodyBytes: request.body.length, splitInside: request.transfer ? splitsACharacter(request.body, request.transfer.splits) : false, outcomes });
+        signedAnswers.push(...signedOutcomes(spec.expect, outcomes));
+        records.push(recordOf(fuzzCase, exchange, outcomes, reason === null));
+        const unsure = reason === null ? undecidedBy(spec.expect, outcomes) : null;
+        if (unsure !== null) undecided ??= unsure;
+        else if (reason === null) decided++;
         if (reason !== null) {
           const known = classes.get(tally);
           if (known) known.runs++;
@@ -273,11 +300,23 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
       runs: records.length,
       requests,
       answers,
-      verdict: failures.length > 0 ? 'fail' : 'pass',
+      // One run that could tell is enough to pass; none that could, and it is undecided.
+      verdict: failures.length > 0 ? 'fail' : decided === 0 && undecided !== null ? 'undecided' : 'pass',
+      undecided: failures.length === 0 && decided === 0 ? undecided : null,
       failedRuns,
       failures: failures.sort((a, b) => b.runs - a.runs),
-      diagnosis: failedRuns > 0 ? diagnose(kind, records, largestDeliveryBytes) : null,
+      // With the shrunk cases: a diagnosis must fit the smallest failing delivery it is shown with.
+      diagnosis: failedRuns > 0 ? diagnose(kind, [...records, ...failures.map((failure) => recordOf(failure.fuzzCase, failure.exchange, failure.outcomes, false))], largestDeliveryBytes) : null,
     });
   }
-  return { seed: options.seed, results, failed: results.filter((result) => result.verdict === 'fail').length, stopped };
+  const diagnosis = stopped === null ? refusedEverything(signedAnswers) : null;
+  return {
+    seed: options.seed,
+    // One cause explains every failure: the kinds' own diagnoses would blame mistakes not shown.
+    results: diagnosis === null ? results : results.map((result) => ({ ...result, diagnosis: null })),
+    failed: results.filter((result) => result.verdict === 'fail').length,
+    stopped,
+    diagnosis,
+    largestDeliveryBytes,
+  };
 }

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { deliveryTimeoutFlag } from '../../src/cli/args.js';
-import { bodyPreview, judge } from '../../src/fuzz/index.js';
+import { bodyPreview, judge, undecidedBy } from '../../src/fuzz/index.js';
 import { splitsACharacter, splitsInsideCharacters } from '../../src/fuzz/text.js';
 import { createPacer, latencyOf, seededRandom } from '../../src/replay/replay-run.js';
 
@@ -21,10 +21,31 @@ describe('judging answers', () => {
     expect(judge('accept-concurrent', [conflict, conflict], 'any')).toMatch(/none of 2 concurrent copies got a 2xx/);
   });
 
-  it('a forged request must be refused and must not block the genuine delivery with its id', () => {
-    expect(judge('accept-after-forgery', [{ status: 400, error: null }, { status: 204, error: null }])).toBeNull();
-    expect(judge('accept-after-forgery', [{ status: 400, error: null }, { status: 409, error: null }])).toMatch(/got 409: the forgery blocked it/);
-    expect(judge('accept-after-forgery', [{ status: 200, error: null }, { status: 200, error: null }])).toBe('the forged request was accepted (200)');
+  it('a forged request must be refused, twice, and must not block the genuine delivery with its id', () => {
+    const answers = (...statuses: number[]) => statuses.map((status) => ({ status, error: null }));
+    // forgery, forgery again, genuine, fresh control, repeated control
+    expect(judge('accept-after-forgery', answers(400, 400, 204, 204, 200))).toBeNull();
+    expect(judge('accept-after-forgery', answers(400, 409, 409, 204, 409))).toMatch(/got 409: the forgery blocked it/);
+    expect(judge('accept-after-forgery', answers(200, 200, 200, 200, 200))).toBe('the forged request was accepted (200)');
+    expect(judge('accept-after-forgery', answers(400, 200, 200, 204, 200))).toMatch(/^the forged request, sent again with the same webhook-id, was accepted \(200\)/);
+    expect(judge('accept-after-forgery', answers(400, 400, 200, 204, 200))).toMatch(/got 200, the answer this receiver gives a repeat \(a fresh delivery gets 204\)/);
+    expect(judge('accept-after-forgery', answers(400, 400, 204, 204, 204))).toBeNull();
+    expect(undecidedBy('accept-after-forgery', answers(400, 400, 204, 204, 204))).toMatch(/^the receiver answers a fresh delivery and a repeat alike \(204\)/);
+    expect(undecidedBy('accept-after-forgery', answers(400, 400, 204, 204, 200))).toBeNull();
+  });
+
+  it('id-squatting never passes on answers that cannot tell a squatted id from a new one (property)', () => {
+    const status = fc.constantFrom(200, 201, 202, 204, 400, 401, 409, 500);
+    fc.assert(
+      fc.property(fc.array(status, { minLength: 5, maxLength: 5 }), (statuses) => {
+        const outcomes = statuses.map((code) => ({ status: code, error: null }));
+        const [, , genuine, fresh, repeat] = statuses;
+        const passed = judge('accept-after-forgery', outcomes) === null && undecidedBy('accept-after-forgery', outcomes) === null;
+        // A pass needs a repeat answered otherwise than a new delivery, and the genuine one answered as new is.
+        if (passed) expect(genuine === fresh && fresh !== repeat && statuses.slice(0, 2).every((code) => code >= 300)).toBe(true);
+      }),
+      { seed: 39 },
+    );
   });
 });
 
