@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createServer as createNetServer } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { z } from 'zod';
 import { createFuzzCommand } from '../../src/cli/fuzz.js';
@@ -275,6 +276,11 @@ describe('hookline fuzz', () => {
     expect(report.cases.map((entry) => [entry.kind, entry.verdict, entry.runs])).toEqual([['valid', 'pass', 10], ['wrong-secret', 'fail', 10], ['stale-timestamp', 'fail', 10]]);
 
     const xml = readFileSync(junit, 'utf8');
+    // It parses as XML (what a CI system reads first), one testsuite holding a testcase per case kind.
+    expect(XMLValidator.validate(xml)).toBe(true);
+    const parsed = new XMLParser({ ignoreAttributes: false, isArray: (name) => name === 'testsuite' || name === 'testcase' }).parse(xml) as { testsuites: { testsuite: Array<{ testcase: Array<{ '@_name': string; failure?: unknown }> }> } };
+    const testcases = parsed.testsuites.testsuite.flatMap((suite) => suite.testcase);
+    expect(testcases.filter((testcase) => testcase.failure !== undefined).map((testcase) => testcase['@_name']).sort()).toEqual(['stale-timestamp', 'wrong-secret']);
     expect(xml).toContain('<testsuites name="hookline fuzz" tests="4" failures="2">');
     expect(xml).toMatch(/<testcase classname="hookline.fuzz" name="wrong-secret">\s*<failure message="expected a non-2xx answer, got 204: the receiver accepted it; 10 of 10 runs"/);
 
