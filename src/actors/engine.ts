@@ -19,6 +19,7 @@ import { shuttingDownError } from './admission.js';
 import type { Clock } from './clock.js';
 import { systemClock } from './clock.js';
 import { DeliveryScheduler } from './delivery-scheduler.js';
+import type { OutcomeReport, OutcomeSink } from './outcome-reports.js';
 import { EngineMetrics } from './engine-metrics.js';
 import { IngestsInFlight } from './ingests-in-flight.js';
 import { WorkTurns } from './work-turns.js';
@@ -47,6 +48,8 @@ export interface EngineOptions {
    * @default every project is this node's
    */
   ownership?: { ownsProject(projectId: string): boolean };
+  /** HOOKLINE_NATS_OUTCOMES: where final outcomes and endpoint changes are published. @default none */
+  outcomes?: OutcomeSink;
 }
 
 const DEFAULT_PROJECT_ID = 'default';
@@ -94,6 +97,7 @@ export class Engine implements BatchEventSink {
   private readonly turns: WorkTurns;
   private readonly ownership: EngineOptions['ownership'];
   private readonly transports: InboundTransport[];
+  private readonly publishOutcome: ((report: OutcomeReport) => void) | undefined;
   private pruneTimer: NodeJS.Timeout | null = null;
   private stopping: Promise<void> | null = null;
 
@@ -126,6 +130,9 @@ export class Engine implements BatchEventSink {
     });
     this.random = options.random ?? Math.random;
     this.ownership = options.ownership;
+    const { outcomes } = options;
+    // In the background: a publish never holds a delivery; one given up is counted.
+    this.publishOutcome = outcomes && ((report) => void outcomes.publish(report.outcome, report.messageId).then((published) => published || this.metrics.outcomePublishFailures.inc()));
   }
 
   /**
@@ -184,6 +191,7 @@ export class Engine implements BatchEventSink {
         retentionCutoffId: () => this.retentionCutoffId(),
         nodeStopping: () => this.stopping !== null,
         ...(this.ownership ? { mayAct: () => this.owns(projectId) } : {}),
+        ...(this.publishOutcome ? { publishOutcome: this.publishOutcome } : {}),
       });
       this.actors.set(projectId, actor);
     }

@@ -47,6 +47,8 @@ export interface Settings {
   natsTlsKey: string | null;
   /** Replicas of every stream and KV bucket Hookline creates. */
   natsReplicas: number;
+  /** HOOKLINE_NATS_OUTCOMES: final outcomes and endpoint changes published on `<root>.outcomes.>` (sdk/outcomes.ts). */
+  natsOutcomes: boolean;
   /** Cluster mode (needs natsUrl): several nodes share projects by partition. */
   cluster: boolean;
   /** This node's name in the cluster; stable across restarts. */
@@ -165,6 +167,7 @@ const environmentSchema = z.object({
   HOOKLINE_NATS_TLS_CERT: optionalText,
   HOOKLINE_NATS_TLS_KEY: optionalText,
   HOOKLINE_NATS_REPLICAS: wholeNumber(1, 5).default(1),
+  HOOKLINE_NATS_OUTCOMES: flag.default(false),
   HOOKLINE_CLUSTER: flag.default(false),
   HOOKLINE_NODE_ID: name.optional(),
   HOOKLINE_PARTITIONS: wholeNumber(1, 1024).default(64),
@@ -253,6 +256,9 @@ export function settingsFromEnvironment(environment: Record<string, string | und
   if (env.HOOKLINE_CLUSTER && !env.HOOKLINE_NATS_URL) {
     throw new HooklineError('HOOKLINE_ERR_CONFIG', 'cluster mode (--cluster or HOOKLINE_CLUSTER=1) needs HOOKLINE_NATS_URL: the nodes of a cluster talk through NATS; set it to your NATS server, e.g. nats://127.0.0.1:4222', { details: [{ path: 'HOOKLINE_CLUSTER', message: 'requires HOOKLINE_NATS_URL' }] });
   }
+  if (env.HOOKLINE_NATS_OUTCOMES && !env.HOOKLINE_NATS_URL) {
+    throw new HooklineError('HOOKLINE_ERR_CONFIG', 'HOOKLINE_NATS_OUTCOMES=1 needs HOOKLINE_NATS_URL: outcomes are published to NATS JetStream; set HOOKLINE_NATS_URL (NATS or cluster mode), or unset HOOKLINE_NATS_OUTCOMES', { details: [{ path: 'HOOKLINE_NATS_OUTCOMES', message: 'requires HOOKLINE_NATS_URL' }] });
+  }
   checkNatsAuthSettings(env);
   return {
     host: env.HOOKLINE_HOST,
@@ -280,6 +286,7 @@ export function settingsFromEnvironment(environment: Record<string, string | und
     natsTlsCert: env.HOOKLINE_NATS_TLS_CERT,
     natsTlsKey: env.HOOKLINE_NATS_TLS_KEY,
     natsReplicas: env.HOOKLINE_NATS_REPLICAS,
+    natsOutcomes: env.HOOKLINE_NATS_OUTCOMES,
     cluster: env.HOOKLINE_CLUSTER,
     nodeId: env.HOOKLINE_NODE_ID ?? `${hostname().replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 40)}-${env.HOOKLINE_PORT}`,
     partitions: env.HOOKLINE_PARTITIONS,
