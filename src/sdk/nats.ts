@@ -9,9 +9,9 @@ import { ingestSubject } from './partition.js';
 import type { SendEventInput } from './types.js';
 
 export type { ConsumeOutcomesOptions, OutcomeConsumer, OutcomeMessageInfo } from './outcome-consumer.js';
-export { consumeOutcomes } from './outcome-consumer.js';
+export { consumeOutcomes, loadOutcomeSchema } from './outcome-consumer.js';
 export type { Outcome, OutcomeType } from './outcomes.js';
-export { OUTCOME_TYPES, outcomeSchema, outcomeStreamName, outcomeSubject, outcomeSubjectRoot } from './outcomes.js';
+export { OUTCOME_TYPES, outcomeStreamName, outcomeSubject, outcomeSubjectRoot } from './outcomes.js';
 
 export interface PublishEventOptions {
   /** Must match the server's HOOKLINE_NATS_SUBJECT_PREFIX. @default "hookline.events" */

@@ -4,8 +4,16 @@
  * Exported by `hookline/sdk/nats`.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
-import { OUTCOME_TYPES, outcomeSchema, outcomeStreamName, outcomeSubject, outcomeSubjectRoot } from './outcomes.js';
+import { OUTCOME_TYPES, outcomeStreamName, outcomeSubject, outcomeSubjectRoot } from './outcomes.js';
 import type { Outcome, OutcomeType } from './outcomes.js';
+
+/**
+ * The zod schema of an outcome's body (sdk/outcome-schema.ts), loaded on demand: zod is an optional
+ * peer dependency of the SDK, needed only by those who read outcomes.
+ */
+export async function loadOutcomeSchema(): Promise<typeof import('./outcome-schema.js').outcomeSchema> {
+  return (await import('./outcome-schema.js')).outcomeSchema;
+}
 
 export interface ConsumeOutcomesOptions {
   /** The durable consumer's name: a consumer started again under it resumes where it stopped. */
@@ -47,7 +55,7 @@ export interface OutcomeConsumer {
  * `deliveryId` with `type` (or the message's `seq`) of what it handled.
  */
 export async function consumeOutcomes(connection: NatsConnection, handler: (outcome: Outcome, info: OutcomeMessageInfo) => void | Promise<void>, options: ConsumeOutcomesOptions): Promise<OutcomeConsumer> {
-  const { jetstream, jetstreamManager, AckPolicy, DeliverPolicy } = await import('@nats-io/jetstream');
+  const [{ jetstream, jetstreamManager, AckPolicy, DeliverPolicy }, outcomeSchema] = await Promise.all([import('@nats-io/jetstream'), loadOutcomeSchema()]);
   const stream = outcomeStreamName(options.stream ?? 'HOOKLINE_EVENTS');
   const root = outcomeSubjectRoot(options.subjectPrefix ?? 'hookline.events');
   const project = options.projectId ?? '*';

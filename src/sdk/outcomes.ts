@@ -1,40 +1,36 @@
 /**
  * Outcomes on NATS (HOOKLINE_NATS_OUTCOMES=1): each final outcome of a delivery and each change of
  * a project's endpoint, published by Hookline on `<root>.outcomes.<projectId>.<type>`. Shared by
- * the server, which publishes them, and `hookline/sdk/nats`, whose consumers read them.
+ * the server, which publishes them, and `hookline/sdk/nats`, whose consumers read them. Without
+ * zod: the SDK has no runtime dependency, and zod is loaded only by `consumeOutcomes`.
  */
-import { z } from 'zod';
-
 export const OUTCOME_TYPES = ['succeeded', 'dead_lettered', 'endpoint_disabled', 'endpoint_recovered', 'circuit_opened', 'circuit_closed'] as const;
 export type OutcomeType = (typeof OUTCOME_TYPES)[number];
 
-const time = z.string().meta({ format: 'date-time' });
-
-/** The body of an outcome message (JSON). Delivery fields are null for an endpoint's changes. */
-export const outcomeSchema = z
-  .object({
-    version: z.literal('v1'),
-    type: z.enum(OUTCOME_TYPES),
-    projectId: z.string(),
-    eventId: z.string().nullable(),
-    deliveryId: z.string().nullable(),
-    eventType: z.string().nullable(),
-    /** The delivery's status (`succeeded`, `dead_lettered`), or the endpoint's (`disabled`, `active`) or circuit's (`open`, `closed`). */
-    status: z.string(),
-    /** The delivery's attempts over all its rounds; null for an endpoint's changes. */
-    attempts: z.number().int().nullable(),
-    /** The attempt that ended the delivery: its HTTP status (null without an answer) and error. */
-    lastAttempt: z.object({ statusCode: z.number().int().nullable(), error: z.string().nullable(), errorCode: z.string().nullable(), at: time }).nullable(),
-    /** The endpoint concerned by an endpoint change, its password shown as `***`; null for deliveries. */
-    callbackUrl: z.string().nullable(),
-    /** When the delivery was created; null for an endpoint's changes. */
-    createdAt: time.nullable(),
-    /** When the outcome or the change happened. */
-    occurredAt: time,
-  })
-  .describe('An outcome Hookline published on NATS: a delivery that succeeded or dead-lettered, or an endpoint change.');
-
-export type Outcome = z.output<typeof outcomeSchema>;
+/**
+ * The body of an outcome message (JSON); `outcomeSchema` (sdk/outcome-schema.ts) validates it.
+ * Delivery fields are null for an endpoint's changes, the endpoint's for a delivery's outcome.
+ */
+export interface Outcome {
+  version: 'v1';
+  type: OutcomeType;
+  projectId: string;
+  eventId: string | null;
+  deliveryId: string | null;
+  eventType: string | null;
+  /** The delivery's status (`succeeded`, `dead_lettered`), or the endpoint's (`disabled`, `active`) or its circuit's (`open`, `closed`). */
+  status: string;
+  /** The delivery's attempts over all its rounds; null for an endpoint's changes. */
+  attempts: number | null;
+  /** The attempt that ended the delivery: its HTTP status (null without an answer), error and error class, and start time. */
+  lastAttempt: { statusCode: number | null; error: string | null; errorCode: string | null; at: string } | null;
+  /** The endpoint of an endpoint change, its password shown as `***`; null for a delivery's outcome. */
+  callbackUrl: string | null;
+  /** When the delivery was created; null for an endpoint's changes. */
+  createdAt: string | null;
+  /** When the outcome or the change happened (ISO 8601). */
+  occurredAt: string;
+}
 
 /**
  * The root of outcome subjects for a HOOKLINE_NATS_SUBJECT_PREFIX: the prefix without its last
