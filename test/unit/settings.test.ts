@@ -56,6 +56,9 @@ describe('settings in plain words', () => {
   it('names every bad setting at once, and says what a cluster needs', () => {
     expect(failure({ HOOKLINE_PORT: 'abc', HOOKLINE_RETRY_JITTER: 'yes' })).toBe('HOOKLINE_PORT must be a whole number 0-65535, got "abc"; HOOKLINE_RETRY_JITTER must be 1, 0, true or false, got "yes"');
     expect(failure({ HOOKLINE_CLUSTER: '1' })).toMatch(/^cluster mode \(--cluster or HOOKLINE_CLUSTER=1\) needs HOOKLINE_NATS_URL/);
+    expect(failure({ HOOKLINE_NATS_OUTCOMES: '1' })).toMatch(/^HOOKLINE_NATS_OUTCOMES=1 needs HOOKLINE_NATS_URL/);
+    expect(settingsFromEnvironment({ HOOKLINE_NATS_URL: 'nats://127.0.0.1:4222', HOOKLINE_NATS_OUTCOMES: '1' }).natsOutcomes).toBe(true);
+    expect(settingsFromEnvironment({}).natsOutcomes).toBe(false);
   });
 
   it('still takes the values it took before', () => {
