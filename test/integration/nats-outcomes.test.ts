@@ -5,6 +5,7 @@ import { configureReceiver, startTestHookline, waitForDeliveryStatus } from '../
 import type { TestHookline } from '../helpers/hookline.js';
 import { SHARED_NATS_URL, natsSettings, uniqueNatsNames, useSharedJetStream } from '../helpers/nats.js';
 import type { NatsNames } from '../helpers/nats.js';
+import { deliveryOutcome } from '../../src/actors/outcome-reports.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { makeTempDir } from '../helpers/temp-dir.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -87,5 +88,43 @@ describe('outcomes on NATS subjects', () => {
     expect(outcomes.filter((outcome) => outcome.deliveryId === failing.deliveryId).map((outcome) => outcome.attempts)).toEqual([3, 6]);
     expect(outcomes.filter((outcome) => outcome.deliveryId === later.deliveryId).map((outcome) => outcome.attempts)).toEqual([3, 6]);
     expect(outcomes).toHaveLength(5);
+  });
+
+  it('publishes an endpoint change too, without an operational URL: a 410 disables the endpoint', async () => {
+    const names = uniqueNatsNames();
+    const hookline = await startNode(names, sharedDataDir());
+    const receiver = await startReceiver({ respond: () => ({ status: 410 }) });
+    await configureReceiver(hookline, receiver);
+    const outcomes: Outcome[] = [];
+    const consumer = await consumeOutcomes(jetStream.nc, (outcome) => void outcomes.push(outcome), { durable: 'changes', stream: names.natsStream, subjectPrefix: names.natsSubjectPrefix, types: ['endpoint_disabled'] });
+    jetStream.transports.push(consumer);
+    await hookline.client.sendEvent({ type: 'service.trigger.event', data: {} });
+    await waitFor(() => outcomes.length > 0, { message: 'the endpoint_disabled outcome' });
+    expect(outcomes[0]).toMatchObject({ type: 'endpoint_disabled', status: 'disabled', projectId: 'default', deliveryId: null, callbackUrl: receiver.url });
+  });
+
+  it('stores an outcome published twice under its message id once', async () => {
+    const names = uniqueNatsNames();
+    jetStream.streams.add(outcomeStreamName(names.natsStream));
+    const { NatsOutcomePublisher } = await import('../../src/transport/nats-outcomes.js');
+    const publisher = await NatsOutcomePublisher.start({ natsUrl: SHARED_NATS_URL }, { stream: names.natsStream, subjectPrefix: names.natsSubjectPrefix, replicas: 1, logger: { info() {}, warn() {}, error() {} } });
+    onTestFinished(() => publisher.close());
+    const report = deliveryOutcome({ projectId: 'default', deliveryId: 'dlv_1', eventId: 'evt_1', eventType: 't', createdAt: 0, status: 'dead_lettered', attempts: 3, attempt: undefined, at: 1 });
+    // As a changelog replayed, or a publish tried again after a lost ack, would publish it.
+    expect(await publisher.publish(report.outcome, report.messageId)).toBe(true);
+    expect(await publisher.publish(report.outcome, report.messageId)).toBe(true);
+    expect((await jetStream.manager.streams.info(outcomeStreamName(names.natsStream))).state.messages).toBe(1);
+  });
+
+  it('counts an outcome it could not publish, and delivers all the same', async () => {
+    const names = uniqueNatsNames();
+    const hookline = await startNode(names, sharedDataDir());
+    const receiver = await startReceiver();
+    await configureReceiver(hookline, receiver);
+    // No stream takes the outcome subjects any more: every try of a publish is refused.
+    await jetStream.manager.streams.delete(outcomeStreamName(names.natsStream));
+    const sent = await hookline.client.sendEvent({ type: 'service.trigger.event', data: {} });
+    await waitForDeliveryStatus(hookline.client, sent.deliveryId!, 'succeeded');
+    await waitFor(async () => /^hookline_outcome_publish_failures_total 1$/m.test(await (await fetch(`${hookline.url}/metrics`)).text()), { timeoutMs: 20_000, message: 'the failure counted' });
   });
 });
