@@ -91,11 +91,13 @@ export class DeliveryEffects {
   }
 
   /**
-   * HOOKLINE_NATS_OUTCOMES: publishes the delivery's final outcome once its step is `committed`
-   * (stored, and in a cluster in the changelog), as it is now: the delivery may start another round
-   * meanwhile. A step whose commit failed is not published (best effort). Not for operational deliveries.
+   * A delivery's final step: counted, and with HOOKLINE_NATS_OUTCOMES its outcome published once
+   * the step is `committed` (stored, and in a cluster in the changelog), as it is now: the delivery
+   * may start another round meanwhile. A step whose commit failed is not published (best effort);
+   * operational deliveries are not published.
    */
-  publishOutcome(delivery: LiveDelivery, status: 'succeeded' | 'dead_lettered', attempt: AttemptRecord | undefined, now: number, committed: Promise<unknown>): void {
+  finished(delivery: LiveDelivery, status: 'succeeded' | 'dead_lettered', attempt: AttemptRecord | undefined, now: number, committed: Promise<unknown>): void {
+    (this.isOperational ? this.deps.metrics.operationalDeliveriesFinished : this.deps.metrics.deliveriesFinished).inc({ status });
     const publish = this.deps.publishOutcome;
     if (!publish || this.isOperational) return;
     const { eventId, eventType, createdAt } = identityOf(this.deps.store, this.projectId, delivery);

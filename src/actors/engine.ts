@@ -19,6 +19,7 @@ import { shuttingDownError } from './admission.js';
 import type { Clock } from './clock.js';
 import { systemClock } from './clock.js';
 import { DeliveryScheduler } from './delivery-scheduler.js';
+import { publishInBackground } from './outcome-reports.js';
 import type { OutcomeReport, OutcomeSink } from './outcome-reports.js';
 import { EngineMetrics } from './engine-metrics.js';
 import { IngestsInFlight } from './ingests-in-flight.js';
@@ -130,9 +131,7 @@ export class Engine implements BatchEventSink {
     });
     this.random = options.random ?? Math.random;
     this.ownership = options.ownership;
-    const { outcomes } = options;
-    // In the background: a publish never holds a delivery; one given up is counted.
-    this.publishOutcome = outcomes && ((report) => void outcomes.publish(report.outcome, report.messageId).then((published) => published || this.metrics.outcomePublishFailures.inc()));
+    this.publishOutcome = options.outcomes && publishInBackground(options.outcomes, () => this.metrics.outcomePublishFailures.inc());
   }
 
   /**

@@ -22,6 +22,11 @@ export interface OutcomeReport {
   messageId: string;
 }
 
+/** Publishes a report in the background: a publish never holds a delivery, and one given up is counted. */
+export function publishInBackground(sink: OutcomeSink, countFailure: () => void): (report: OutcomeReport) => void {
+  return (report) => void sink.publish(report.outcome, report.messageId).then((published) => published || countFailure());
+}
+
 export interface FinalDelivery {
   projectId: string;
   deliveryId: string;
