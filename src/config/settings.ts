@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
+import { outcomeSubjectRoot } from '../sdk/outcomes.js';
 import { HooklineError } from '../errors.js';
 import { seedUrls } from '../transport/nats-seeds.js';
 import { RETRY_SCHEDULE_FORMAT, SVIX_RETRY_SCHEDULE_MS, parseByteSize, parseDuration, parseRetrySchedule } from './duration.js';
@@ -259,6 +260,7 @@ export function settingsFromEnvironment(environment: Record<string, string | und
   if (env.HOOKLINE_NATS_OUTCOMES && !env.HOOKLINE_NATS_URL) {
     throw new HooklineError('HOOKLINE_ERR_CONFIG', 'HOOKLINE_NATS_OUTCOMES=1 needs HOOKLINE_NATS_URL: outcomes are published to NATS JetStream; set HOOKLINE_NATS_URL (NATS or cluster mode), or unset HOOKLINE_NATS_OUTCOMES', { details: [{ path: 'HOOKLINE_NATS_OUTCOMES', message: 'requires HOOKLINE_NATS_URL' }] });
   }
+  if (env.HOOKLINE_NATS_OUTCOMES) checkOutcomeSubjects(env.HOOKLINE_NATS_SUBJECT_PREFIX, env.HOOKLINE_CLUSTER_SUBJECT_PREFIX);
   checkNatsAuthSettings(env);
   return {
     host: env.HOOKLINE_HOST,
@@ -328,4 +330,19 @@ function checkNatsAuthSettings(env: z.infer<typeof environmentSchema>): void {
 /** Settings for tests and embedding: the defaults with some overridden. */
 export function defaultSettings(overrides: Partial<Settings> = {}): Settings {
   return { ...settingsFromEnvironment({}), ...overrides };
+}
+
+/**
+ * Outcomes go on `<root>.outcomes.>` (sdk/outcomes.ts): a subject prefix whose events or cluster
+ * traffic would share those subjects is refused, since one stream would take the other's messages
+ * (a one-token prefix `hookline` takes `hookline.>`, outcomes included).
+ */
+function checkOutcomeSubjects(subjectPrefix: string, clusterSubjectPrefix: string): void {
+  const outcomes = `${outcomeSubjectRoot(subjectPrefix)}.outcomes`;
+  const overlaps = (prefix: string) => outcomes === prefix || outcomes.startsWith(`${prefix}.`) || prefix.startsWith(`${outcomes}.`);
+  for (const [name, prefix, example] of [['HOOKLINE_NATS_SUBJECT_PREFIX', subjectPrefix, 'hookline.events'], ['HOOKLINE_CLUSTER_SUBJECT_PREFIX', clusterSubjectPrefix, 'hookline.cluster']] as const) {
+    if (!overlaps(prefix)) continue;
+    const problem = `${prefix} shares subjects with the outcomes HOOKLINE_NATS_OUTCOMES=1 publishes on ${outcomes}.>, and one stream would take the other's messages; choose one of two tokens or more beside them (e.g. ${example})`;
+    throw new HooklineError('HOOKLINE_ERR_CONFIG', `${name}=${problem}`, { details: [{ path: name, message: problem }] });
+  }
 }
