@@ -41,6 +41,9 @@ export interface OutcomePublisherOptions {
 /** How long JetStream remembers a message id: a repeat within it is dropped. */
 const DUPLICATE_WINDOW_MS = 10 * 60_000;
 
+/** How long a stop waits for outcomes not yet acknowledged. */
+const CLOSE_WAIT_MS = 2_000;
+
 export class NatsOutcomePublisher implements OutcomeSink {
   /** Publishes not yet acknowledged or given up. */
   private readonly inFlight = new Set<Promise<boolean>>();
@@ -99,9 +102,15 @@ export class NatsOutcomePublisher implements OutcomeSink {
     }
   }
 
-  /** Waits for the publishes in flight (settled or given up: bounded by their tries), then closes the connection. */
+  /**
+   * Waits for the publishes in flight, for `CLOSE_WAIT_MS` at most (a NATS down would hold a stop
+   * for all their tries), then closes the connection: what is still unacknowledged is given up.
+   */
   async close(): Promise<void> {
-    await Promise.all([...this.inFlight]);
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)));
+    await Promise.race([Promise.all([...this.inFlight]), waited]);
+    clearTimeout(timer);
     await this.connection.drain().catch(() => this.connection.close());
   }
 }
