@@ -52,7 +52,8 @@ export interface OutcomeConsumer {
  * stream's start, only the subjects asked for). Each outcome is parsed with `outcomeSchema` and
  * handed to `handler`; it is acknowledged when the handler resolves, delivered again after
  * `retryDelayMs` when it throws. At least once: a handler that must act once per outcome keeps
- * `deliveryId` with `type` (or the message's `seq`) of what it handled.
+ * `deliveryId` with `type` (or the message's `seq`) of what it handled. The stream is Hookline's
+ * to create: before a Hookline with HOOKLINE_NATS_OUTCOMES=1 has started once, this rejects (stream not found).
  */
 export async function consumeOutcomes(connection: NatsConnection, handler: (outcome: Outcome, info: OutcomeMessageInfo) => void | Promise<void>, options: ConsumeOutcomesOptions): Promise<OutcomeConsumer> {
   const [{ jetstream, jetstreamManager, AckPolicy, DeliverPolicy }, outcomeSchema] = await Promise.all([import('@nats-io/jetstream'), loadOutcomeSchema()]);
