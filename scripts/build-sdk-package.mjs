@@ -8,8 +8,8 @@
 //             keeps it for browsers and edge runtimes (WebCrypto there);
 //   dist/cjs  scripts/build-sdk-cjs.mjs's CommonJS bundles and declarations, as `require` loads them.
 // Source maps are left out (they point into this repository's src/). Every import outside these files
-// must be a Node builtin or one of the package's optional peerDependencies (the NATS client, for
-// `@hookline/sdk/nats`): a server dependency reaching the SDK fails the build instead of shipping.
+// must be a Node builtin or one of the package's optional peerDependencies (the NATS client and zod,
+// for `@hookline/sdk/nats`): a server dependency reaching the SDK fails the build instead of shipping.
 import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { builtinModules } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';

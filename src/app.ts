@@ -11,6 +11,7 @@ import { checkListenAddress, listenError } from './http/listen-address.js';
 import { PortalLinks } from './portal/portal-links.js';
 import { claimDataDir } from './store/data-dir.js';
 import { EmbeddedTransport } from './transport/embedded.js';
+import type { NatsOutcomePublisher } from './transport/nats-outcomes.js';
 import { FORWARDED_HEADER } from './cluster/rpc.js';
 import type { ForwardedReply, ForwardedRequest } from './cluster/rpc.js';
 
@@ -53,24 +54,38 @@ export function createLogger(settings: Settings): PinoLogger {
 export async function startHookline(settings: Settings, options: StartOptions = {}): Promise<Hookline> {
   const logger = options.logger ?? createLogger(settings);
   const dataDir = claimDataDir(settings.dataDir);
+  let outcomes: NatsOutcomePublisher | undefined;
   try {
     await checkListenAddress(settings.host, settings.port);
-    const node = settings.cluster ? await startClusterNode(settings, options, logger) : await startSingleNode(settings, options, logger);
+    outcomes = await startOutcomePublisher(settings, logger);
+    const nodeOptions = outcomes ? { ...options, outcomes } : options;
+    const node = settings.cluster ? await startClusterNode(settings, nodeOptions, logger) : await startSingleNode(settings, nodeOptions, logger);
     const close = node.close;
+    const publisher = outcomes;
     return {
       ...node,
       async close() {
         try {
           await close();
+          // After the engine: the outcomes of the attempts it drained are published too.
+          await publisher?.close();
         } finally {
           dataDir.release();
         }
       },
     };
   } catch (error) {
+    await outcomes?.close().catch(() => {});
     dataDir.abandon();
     throw error;
   }
+}
+
+/** HOOKLINE_NATS_OUTCOMES: the publisher of outcomes, its stream made; loaded only when set. */
+async function startOutcomePublisher(settings: Settings, logger: PinoLogger): Promise<NatsOutcomePublisher | undefined> {
+  if (!settings.natsOutcomes || !settings.natsUrl) return undefined;
+  const [{ NatsOutcomePublisher: Publisher }, { natsAccess }] = await Promise.all([import('./transport/nats-outcomes.js'), import('./transport/nats-access.js')]);
+  return Publisher.start(natsAccess(settings), { stream: settings.natsStream, subjectPrefix: settings.natsSubjectPrefix, replicas: settings.natsReplicas, logger });
 }
 
 async function startSingleNode(settings: Settings, options: StartOptions, logger: PinoLogger): Promise<Hookline> {

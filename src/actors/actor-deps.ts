@@ -6,6 +6,7 @@ import type { DeliveryScheduler } from './delivery-scheduler.js';
 import type { EngineMetrics } from './engine-metrics.js';
 import type { IngestsInFlight } from './ingests-in-flight.js';
 import type { OperationalNotify } from './operational-events.js';
+import type { OutcomeReport } from './outcome-reports.js';
 import type { Webhook } from './webhook-settings.js';
 import type { WorkTurns } from './work-turns.js';
 
@@ -57,6 +58,11 @@ export interface ProjectActorDeps {
    * @default always
    */
   mayAct?: () => boolean;
+  /**
+   * HOOKLINE_NATS_OUTCOMES: publishes a final outcome or an endpoint change on NATS, in the
+   * background (a failure is counted, never waited for). @default none: outcomes are not published
+   */
+  publishOutcome?: (report: OutcomeReport) => void;
 }
 
 /** The project's webhook configuration as the actor holds it. */

@@ -9,6 +9,7 @@ import type { LiveDelivery } from './live-delivery.js';
 import { identityOf } from './live-delivery.js';
 import { projectOfStoreId } from './operational-events.js';
 import type { OperationalNotify } from './operational-events.js';
+import { deliveryOutcome } from './outcome-reports.js';
 import type { RetryOutcome } from './retry-policy.js';
 import { decideRetry } from './retry-policy.js';
 import { retryScheduleOf } from './webhook-settings.js';
@@ -87,6 +88,21 @@ export class DeliveryEffects {
           throw new HooklineError('HOOKLINE_ERR_INTERNAL', `no effect bound for machine action ${action}`);
       }
     }
+  }
+
+  /**
+   * A delivery's final step: counted, and with HOOKLINE_NATS_OUTCOMES its outcome published once
+   * the step is `committed` (stored, and in a cluster in the changelog), as it is now: the delivery
+   * may start another round meanwhile. A step whose commit failed is not published (best effort);
+   * operational deliveries are not published.
+   */
+  finished(delivery: LiveDelivery, status: 'succeeded' | 'dead_lettered', attempt: AttemptRecord | undefined, now: number, committed: Promise<unknown>): void {
+    (this.isOperational ? this.deps.metrics.operationalDeliveriesFinished : this.deps.metrics.deliveriesFinished).inc({ status });
+    const publish = this.deps.publishOutcome;
+    if (!publish || this.isOperational) return;
+    const { eventId, eventType, createdAt } = identityOf(this.deps.store, this.projectId, delivery);
+    const report = deliveryOutcome({ projectId: this.projectId, deliveryId: delivery.id, eventId, eventType, createdAt, status, attempts: delivery.counters.attempts, attempt, at: now });
+    committed.then(() => publish(report), () => {});
   }
 
   /** Applies what the attempt's outcome does to the endpoint's health (endpoint-health.ts). */

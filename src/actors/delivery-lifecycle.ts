@@ -369,7 +369,7 @@ export class DeliveryLifecycle {
     const committed = new Promise<DeliveryChange>((resolve, reject) => delivery.unwritten.push({ change, waiter: { resolve: () => resolve(change), reject } }));
     const writing = this.writer.start(delivery);
     if (writing) this.drainer.tracked(writing);
-    if (step.state === 'succeeded' || step.state === 'dead_lettered') (this.effects.isOperational ? this.deps.metrics.operationalDeliveriesFinished : this.deps.metrics.deliveriesFinished).inc({ status: step.state });
+    if (step.state === 'succeeded' || step.state === 'dead_lettered') this.effects.finished(delivery, step.state, attemptInfo?.attempt, now, committed);
     if (step.state === 'pending' || step.state === 'retrying') this.scheduleOrQueue(delivery);
     return committed;
   }

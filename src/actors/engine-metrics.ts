@@ -12,6 +12,7 @@ export class EngineMetrics {
   readonly operationalAttempts = new Counter({ name: 'hookline_operational_delivery_attempts_total', help: 'Attempts of operational deliveries (to operationalUrl) by outcome (success, failure error class)', labelNames: ['outcome'] as const, registers: [this.registry] });
   readonly operationalDeliveriesFinished = new Counter({ name: 'hookline_operational_deliveries_total', help: 'Operational deliveries (to operationalUrl) that reached succeeded or dead_lettered', labelNames: ['status'] as const, registers: [this.registry] });
   readonly circuitTransitions = new Counter({ name: 'hookline_endpoint_circuit_transitions_total', help: 'Endpoint circuit breakers that opened (to="open") or closed again (to="closed")', labelNames: ['to'] as const, registers: [this.registry] });
+  readonly outcomePublishFailures = new Counter({ name: 'hookline_outcome_publish_failures_total', help: 'Outcomes (HOOKLINE_NATS_OUTCOMES) not published on NATS: no ack after their tries, or too many waiting for one', registers: [this.registry] });
   readonly attemptSeconds = new Histogram({
     name: 'hookline_delivery_attempt_duration_seconds',
     help: 'Time from sending an attempt to its outcome',

@@ -19,6 +19,8 @@ import { shuttingDownError } from './admission.js';
 import type { Clock } from './clock.js';
 import { systemClock } from './clock.js';
 import { DeliveryScheduler } from './delivery-scheduler.js';
+import { publishInBackground } from './outcome-reports.js';
+import type { OutcomeReport, OutcomeSink } from './outcome-reports.js';
 import { EngineMetrics } from './engine-metrics.js';
 import { IngestsInFlight } from './ingests-in-flight.js';
 import { WorkTurns } from './work-turns.js';
@@ -47,6 +49,8 @@ export interface EngineOptions {
    * @default every project is this node's
    */
   ownership?: { ownsProject(projectId: string): boolean };
+  /** HOOKLINE_NATS_OUTCOMES: where final outcomes and endpoint changes are published. @default none */
+  outcomes?: OutcomeSink;
 }
 
 const DEFAULT_PROJECT_ID = 'default';
@@ -94,6 +98,7 @@ export class Engine implements BatchEventSink {
   private readonly turns: WorkTurns;
   private readonly ownership: EngineOptions['ownership'];
   private readonly transports: InboundTransport[];
+  private readonly publishOutcome: ((report: OutcomeReport) => void) | undefined;
   private pruneTimer: NodeJS.Timeout | null = null;
   private stopping: Promise<void> | null = null;
 
@@ -126,6 +131,7 @@ export class Engine implements BatchEventSink {
     });
     this.random = options.random ?? Math.random;
     this.ownership = options.ownership;
+    this.publishOutcome = options.outcomes && publishInBackground(options.outcomes, () => this.metrics.outcomePublishFailures.inc());
   }
 
   /**
@@ -184,6 +190,7 @@ export class Engine implements BatchEventSink {
         retentionCutoffId: () => this.retentionCutoffId(),
         nodeStopping: () => this.stopping !== null,
         ...(this.ownership ? { mayAct: () => this.owns(projectId) } : {}),
+        ...(this.publishOutcome ? { publishOutcome: this.publishOutcome } : {}),
       });
       this.actors.set(projectId, actor);
     }

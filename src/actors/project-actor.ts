@@ -20,6 +20,7 @@ import { ProjectRecovery } from './project-recovery.js';
 import type { ConfigureInput, Webhook } from './webhook-settings.js';
 import { configureWebhook, operationalTarget, retryScheduleOf, rotateSecret, withWebhookDefaults } from './webhook-settings.js';
 import type { OperationalEventData, OperationalEventType } from './operational-events.js';
+import { endpointOutcome } from './outcome-reports.js';
 import { operationalEnvelope, operationalStoreId } from './operational-events.js';
 
 export type { DeliverySender, ProjectActorDeps } from './actor-deps.js';
@@ -161,6 +162,9 @@ export class ProjectActor {
    * hands it to the operational lifecycle. Not sent (nor stored) without an operational URL.
    */
   private notifyOperational<Type extends OperationalEventType>(type: Type, data: OperationalEventData[Type]): void {
+    // On NATS too (HOOKLINE_NATS_OUTCOMES), with or without an operational URL.
+    const change = this.deps.publishOutcome ? endpointOutcome(type, data) : null;
+    if (change) this.deps.publishOutcome!(change);
     if (!this.webhook?.operationalUrl || this.lifecycle.isDraining) return;
     const now = this.deps.clock.now();
     const id = newEventId(now);

@@ -24,6 +24,7 @@ Runs Hookline on the settings in the environment (see the README for every varia
                                     HOOKLINE_NATS_DURABLE name its parts; HOOKLINE_NATS_USER/PASSWORD,
                                     _TOKEN, _NKEY, _CREDS, _TLS_CA, _TLS_CERT, _TLS_KEY secure it;
                                     HOOKLINE_NATS_REPLICAS (1) replicates its streams and buckets
+                                    HOOKLINE_NATS_OUTCOMES=1 publishes outcomes on <root>.outcomes.>
   --cluster / HOOKLINE_CLUSTER=1    join a cluster over HOOKLINE_NATS_URL; HOOKLINE_NODE_ID,
                                     HOOKLINE_PARTITIONS (64), HOOKLINE_LEASE_TTL (5s),
                                     HOOKLINE_CHANGELOG_SNAPSHOT_EVERY (100000)

@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
+import { outcomeSubjectRoot } from '../sdk/outcomes.js';
 import { HooklineError } from '../errors.js';
 import { seedUrls } from '../transport/nats-seeds.js';
 import { RETRY_SCHEDULE_FORMAT, SVIX_RETRY_SCHEDULE_MS, parseByteSize, parseDuration, parseRetrySchedule } from './duration.js';
@@ -47,6 +48,8 @@ export interface Settings {
   natsTlsKey: string | null;
   /** Replicas of every stream and KV bucket Hookline creates. */
   natsReplicas: number;
+  /** HOOKLINE_NATS_OUTCOMES: final outcomes and endpoint changes published on `<root>.outcomes.>` (sdk/outcomes.ts). */
+  natsOutcomes: boolean;
   /** Cluster mode (needs natsUrl): several nodes share projects by partition. */
   cluster: boolean;
   /** This node's name in the cluster; stable across restarts. */
@@ -165,6 +168,7 @@ const environmentSchema = z.object({
   HOOKLINE_NATS_TLS_CERT: optionalText,
   HOOKLINE_NATS_TLS_KEY: optionalText,
   HOOKLINE_NATS_REPLICAS: wholeNumber(1, 5).default(1),
+  HOOKLINE_NATS_OUTCOMES: flag.default(false),
   HOOKLINE_CLUSTER: flag.default(false),
   HOOKLINE_NODE_ID: name.optional(),
   HOOKLINE_PARTITIONS: wholeNumber(1, 1024).default(64),
@@ -253,6 +257,10 @@ export function settingsFromEnvironment(environment: Record<string, string | und
   if (env.HOOKLINE_CLUSTER && !env.HOOKLINE_NATS_URL) {
     throw new HooklineError('HOOKLINE_ERR_CONFIG', 'cluster mode (--cluster or HOOKLINE_CLUSTER=1) needs HOOKLINE_NATS_URL: the nodes of a cluster talk through NATS; set it to your NATS server, e.g. nats://127.0.0.1:4222', { details: [{ path: 'HOOKLINE_CLUSTER', message: 'requires HOOKLINE_NATS_URL' }] });
   }
+  if (env.HOOKLINE_NATS_OUTCOMES && !env.HOOKLINE_NATS_URL) {
+    throw new HooklineError('HOOKLINE_ERR_CONFIG', 'HOOKLINE_NATS_OUTCOMES=1 needs HOOKLINE_NATS_URL: outcomes are published to NATS JetStream; set HOOKLINE_NATS_URL (NATS or cluster mode), or unset HOOKLINE_NATS_OUTCOMES', { details: [{ path: 'HOOKLINE_NATS_OUTCOMES', message: 'requires HOOKLINE_NATS_URL' }] });
+  }
+  if (env.HOOKLINE_NATS_OUTCOMES) checkOutcomeSubjects(env.HOOKLINE_NATS_SUBJECT_PREFIX, env.HOOKLINE_CLUSTER_SUBJECT_PREFIX);
   checkNatsAuthSettings(env);
   return {
     host: env.HOOKLINE_HOST,
@@ -280,6 +288,7 @@ export function settingsFromEnvironment(environment: Record<string, string | und
     natsTlsCert: env.HOOKLINE_NATS_TLS_CERT,
     natsTlsKey: env.HOOKLINE_NATS_TLS_KEY,
     natsReplicas: env.HOOKLINE_NATS_REPLICAS,
+    natsOutcomes: env.HOOKLINE_NATS_OUTCOMES,
     cluster: env.HOOKLINE_CLUSTER,
     nodeId: env.HOOKLINE_NODE_ID ?? `${hostname().replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 40)}-${env.HOOKLINE_PORT}`,
     partitions: env.HOOKLINE_PARTITIONS,
@@ -321,4 +330,19 @@ function checkNatsAuthSettings(env: z.infer<typeof environmentSchema>): void {
 /** Settings for tests and embedding: the defaults with some overridden. */
 export function defaultSettings(overrides: Partial<Settings> = {}): Settings {
   return { ...settingsFromEnvironment({}), ...overrides };
+}
+
+/**
+ * Outcomes go on `<root>.outcomes.>` (sdk/outcomes.ts): a subject prefix whose events or cluster
+ * traffic would share those subjects is refused, since one stream would take the other's messages
+ * (a one-token prefix `hookline` takes `hookline.>`, outcomes included).
+ */
+function checkOutcomeSubjects(subjectPrefix: string, clusterSubjectPrefix: string): void {
+  const outcomes = `${outcomeSubjectRoot(subjectPrefix)}.outcomes`;
+  const overlaps = (prefix: string) => outcomes === prefix || outcomes.startsWith(`${prefix}.`) || prefix.startsWith(`${outcomes}.`);
+  for (const [name, prefix, example] of [['HOOKLINE_NATS_SUBJECT_PREFIX', subjectPrefix, 'hookline.events'], ['HOOKLINE_CLUSTER_SUBJECT_PREFIX', clusterSubjectPrefix, 'hookline.cluster']] as const) {
+    if (!overlaps(prefix)) continue;
+    const problem = `${prefix} shares subjects with the outcomes HOOKLINE_NATS_OUTCOMES=1 publishes on ${outcomes}.>, and one stream would take the other's messages; choose one of two tokens or more beside them (e.g. ${example})`;
+    throw new HooklineError('HOOKLINE_ERR_CONFIG', `${name}=${problem}`, { details: [{ path: name, message: problem }] });
+  }
 }

@@ -1,11 +1,17 @@
 /**
- * `hookline/sdk/nats`: publishing events to Hookline over NATS JetStream. Its own entry because its
+ * `hookline/sdk/nats`: publishing events to Hookline over NATS JetStream, and consuming the
+ * outcomes it publishes (HOOKLINE_NATS_OUTCOMES, `consumeOutcomes`). Its own entry because its
  * declarations need @nats-io types, which `hookline/sdk` must not pull into consumers without NATS.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
 import { HooklineApiError } from './errors.js';
 import { ingestSubject } from './partition.js';
 import type { SendEventInput } from './types.js';
+
+export type { ConsumeOutcomesOptions, OutcomeConsumer, OutcomeMessageInfo } from './outcome-consumer.js';
+export { consumeOutcomes, loadOutcomeSchema } from './outcome-consumer.js';
+export type { Outcome, OutcomeType } from './outcomes.js';
+export { OUTCOME_TYPES, outcomeStreamName, outcomeSubject, outcomeSubjectRoot } from './outcomes.js';
 
 export interface PublishEventOptions {
   /** Must match the server's HOOKLINE_NATS_SUBJECT_PREFIX. @default "hookline.events" */

@@ -217,6 +217,13 @@ describe('start-up failures: one line naming the setting, exit 1, nothing writte
 });
 
 describe('settings an operator got wrong', () => {
+  it('HOOKLINE_NATS_OUTCOMES without NATS: one line naming it and what it needs', async () => {
+    const dataDir = join(tempDir(), 'data');
+    const result = await serveUntilExit({ HOOKLINE_NATS_OUTCOMES: '1', HOOKLINE_DATA_DIR: dataDir });
+    expectOneLineFailure(result, /^hookline serve: HOOKLINE_NATS_OUTCOMES=1 needs HOOKLINE_NATS_URL: outcomes are published to NATS JetStream/);
+    expect(existsSync(dataDir)).toBe(false);
+  });
+
   it('a bad value is named with what it must be, in plain words', async () => {
     const result = await serveUntilExit({ HOOKLINE_PORT: 'abc', HOOKLINE_DATA_DIR: join(tempDir(), 'data') });
     expect(result.code).toBe(1);

@@ -56,6 +56,16 @@ describe('settings in plain words', () => {
   it('names every bad setting at once, and says what a cluster needs', () => {
     expect(failure({ HOOKLINE_PORT: 'abc', HOOKLINE_RETRY_JITTER: 'yes' })).toBe('HOOKLINE_PORT must be a whole number 0-65535, got "abc"; HOOKLINE_RETRY_JITTER must be 1, 0, true or false, got "yes"');
     expect(failure({ HOOKLINE_CLUSTER: '1' })).toMatch(/^cluster mode \(--cluster or HOOKLINE_CLUSTER=1\) needs HOOKLINE_NATS_URL/);
+    expect(failure({ HOOKLINE_NATS_OUTCOMES: '1' })).toMatch(/^HOOKLINE_NATS_OUTCOMES=1 needs HOOKLINE_NATS_URL/);
+    expect(settingsFromEnvironment({ HOOKLINE_NATS_URL: 'nats://127.0.0.1:4222', HOOKLINE_NATS_OUTCOMES: '1' }).natsOutcomes).toBe(true);
+    expect(settingsFromEnvironment({}).natsOutcomes).toBe(false);
+    // Outcomes on <root>.outcomes.> must not fall under the events' or the cluster's subjects, nor these under theirs.
+    const withOutcomes = { HOOKLINE_NATS_URL: 'nats://127.0.0.1:4222', HOOKLINE_NATS_OUTCOMES: '1' };
+    expect(failure({ ...withOutcomes, HOOKLINE_NATS_SUBJECT_PREFIX: 'hookline' })).toMatch(/^HOOKLINE_NATS_SUBJECT_PREFIX=hookline shares subjects with the outcomes HOOKLINE_NATS_OUTCOMES=1 publishes on hookline\.outcomes\.>/);
+    expect(failure({ ...withOutcomes, HOOKLINE_NATS_SUBJECT_PREFIX: 'acme.outcomes' })).toMatch(/^HOOKLINE_NATS_SUBJECT_PREFIX=acme\.outcomes shares/);
+    expect(failure({ ...withOutcomes, HOOKLINE_CLUSTER_SUBJECT_PREFIX: 'hookline.outcomes.cluster' })).toMatch(/^HOOKLINE_CLUSTER_SUBJECT_PREFIX=hookline\.outcomes\.cluster shares/);
+    expect(settingsFromEnvironment({ ...withOutcomes, HOOKLINE_NATS_SUBJECT_PREFIX: 'acme.prod.events' }).natsSubjectPrefix).toBe('acme.prod.events');
+    expect(settingsFromEnvironment({ HOOKLINE_NATS_SUBJECT_PREFIX: 'hookline' }).natsSubjectPrefix).toBe('hookline');
   });
 
   it('still takes the values it took before', () => {
