@@ -49,8 +49,10 @@ describe('one process per data directory', () => {
     const first = await startNode(dataDir);
 
     const second = await serveUntilExit({ HOOKLINE_DATA_DIR: dataDir });
+    // Refused, not queued behind the lock: a second serve that waited for it would never exit while
+    // the first runs, and the test would time out. (No bound in seconds: a loaded machine took 8.7
+    // s to start the process at all.)
     expectOneLineFailure(second, new RegExp(`^hookline serve: data directory ${dataDir} is in use by process ${first.process.pid}\\b`));
-    expect(second.elapsedMs).toBeLessThan(5_000);
 
     expect((await fetch(`${first.url}/healthz`)).status).toBe(200);
     expect(first.process.exitCode).toBeNull();
@@ -125,7 +127,7 @@ describe('start-up failures: one line naming the setting, exit 1, nothing writte
     for (const dataDir of ['/proc/hookline-data', '/proc/hookline-data/nested']) {
       const result = await serveUntilExit({ HOOKLINE_DATA_DIR: dataDir }, { timeoutMs: 10_000 });
       expectOneLineFailure(result, new RegExp(`^hookline serve: HOOKLINE_DATA_DIR=${dataDir} cannot be created or written: /proc exists but refused to hold /proc/hookline-data \\(ENOENT\\), as virtual filesystems such as /proc do; choose a HOOKLINE_DATA_DIR on a disk$`));
-      expect(result.elapsedMs).toBeLessThan(5_000);
+      // Refused, not spinning: serveUntilExit's 10 s would end a start that spun (its exit code then not 1).
     }
 
     const base = tempDir();
