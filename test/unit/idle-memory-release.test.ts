@@ -134,6 +134,8 @@ describe('nativeHeapTrim', () => {
     const afterTrim = rssAnonMb();
     expect(inUse).toHaveLength(256);
     expect(trimmed).toBe(true);
-    expect(afterGc - afterTrim).toBeGreaterThan(64);
+    // Without the trim nothing comes back (the difference is about 0); with it, 80-120 MB on a quiet
+    // machine, and 46 on a loaded CI one, where glibc had already given some back by itself.
+    expect(afterGc - afterTrim).toBeGreaterThan(32);
   });
 });
