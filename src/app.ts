@@ -6,6 +6,7 @@ import type { EngineOptions, SharedProjects } from './actors/engine.js';
 import type { Settings } from './config/settings.js';
 import type { HooklineError } from './errors.js';
 import { buildHttpServer } from './http/server.js';
+import type { Tracing } from './tracing/tracing.js';
 import type { NodeReadiness } from './http/server.js';
 import { checkListenAddress, listenError } from './http/listen-address.js';
 import { PortalLinks } from './portal/portal-links.js';
@@ -53,9 +54,13 @@ export function createLogger(settings: Settings): PinoLogger {
 export async function startHookline(settings: Settings, options: StartOptions = {}): Promise<Hookline> {
   const logger = options.logger ?? createLogger(settings);
   const dataDir = claimDataDir(settings.dataDir);
+  let tracing: Tracing | null = options.tracing ?? null;
   try {
     await checkListenAddress(settings.host, settings.port);
-    const node = settings.cluster ? await startClusterNode(settings, options, logger) : await startSingleNode(settings, options, logger);
+    // Loaded only when an OTLP endpoint is set: a node without one loads nothing of OpenTelemetry.
+    if (!tracing && settings.tracing) tracing = (await import('./tracing/otel-tracing.js')).otelTracing(settings.tracing);
+    const nodeOptions = { ...options, tracing };
+    const node = settings.cluster ? await startClusterNode(settings, nodeOptions, logger) : await startSingleNode(settings, nodeOptions, logger);
     const close = node.close;
     return {
       ...node,
@@ -68,6 +73,7 @@ export async function startHookline(settings: Settings, options: StartOptions = 
       },
     };
   } catch (error) {
+    await tracing?.shutdown().catch(() => {});
     dataDir.abandon();
     throw error;
   }
@@ -80,7 +86,7 @@ async function startSingleNode(settings: Settings, options: StartOptions, logger
   if (settings.natsUrl) {
     // Loaded only when NATS is configured: the NATS client is a tenth of a second of every start.
     const [{ NatsTransport }, { natsAccess }] = await Promise.all([import('./transport/nats.js'), import('./transport/nats-access.js')]);
-    const nats = new NatsTransport({ servers: settings.natsUrl, access: natsAccess(settings), replicas: settings.natsReplicas, stream: settings.natsStream, subjectPrefix: settings.natsSubjectPrefix, durable: settings.natsDurable, logger, onConnectionClosed: (reason) => readiness.fail(reason) });
+    const nats = new NatsTransport({ servers: settings.natsUrl, access: natsAccess(settings), replicas: settings.natsReplicas, stream: settings.natsStream, subjectPrefix: settings.natsSubjectPrefix, durable: settings.natsDurable, tracing: options.tracing ?? null, logger, onConnectionClosed: (reason) => readiness.fail(reason) });
     await nats.connect();
     transports.push(nats);
   }

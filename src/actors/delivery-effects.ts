@@ -1,3 +1,4 @@
+import type { Tracing } from '../tracing/tracing.js';
 import { HooklineError } from '../errors.js';
 import { isoTime } from '../iso-time.js';
 import type { AttemptRecord } from '../store/records.js';
@@ -77,6 +78,7 @@ export class DeliveryEffects {
           } else {
             this.deps.logger.warn({ projectId: this.projectId, deliveryId: delivery.id, attempts: delivery.counters.attempts, ...why }, 'delivery dead-lettered');
           }
+          if (this.deps.tracing) this.markDeadLetter(this.deps.tracing, delivery);
           if (this.config.notify) {
             const { eventId, eventType } = identityOf(this.deps.store, this.projectId, delivery);
             this.config.notify('hookline.delivery.dead_lettered', { projectId: this.projectId, deliveryId: delivery.id, eventId, eventType, attempts: delivery.counters.attempts, deadLetteredAt: isoTime(now) });
@@ -89,6 +91,13 @@ export class DeliveryEffects {
     }
   }
 
+  /** Tracing on: the dead letter's span, in its event's trace. */
+  private markDeadLetter(tracing: Tracing, delivery: LiveDelivery): void {
+    const { eventId } = identityOf(this.deps.store, this.projectId, delivery);
+    const parent = this.deps.store.getEvent(this.projectId, eventId)?.traceparent;
+    tracing.mark('hookline.dead_letter', parent, { 'hookline.project_id': projectOfStoreId(this.projectId), 'hookline.event_id': eventId, 'hookline.delivery_id': delivery.id, 'hookline.attempts': delivery.counters.attempts });
+  }
+
   /** Applies what the attempt's outcome does to the endpoint's health (endpoint-health.ts). */
   trackEndpointHealth(outcome: 'succeeded' | 'failed' | 'gone', notify: OperationalNotify): void {
     const webhook = this.config.webhook();
@@ -97,6 +106,7 @@ export class DeliveryEffects {
     const change = endpointHealthAfter(webhook, outcome, now, this.deps.disableAfterMs);
     if (change.kind === 'unchanged') return;
     this.inBackground(this.config.save(change.webhook));
+    this.deps.tracing?.mark(`hookline.endpoint.${change.kind}`, undefined, { 'hookline.project_id': this.projectId });
     // The operational URL may be another party's: the endpoint's password is not theirs to read.
     const callbackUrl = maskUrlCredentials(webhook.callbackUrl);
     if (change.kind === 'recovered') notify('hookline.endpoint.recovered', { projectId: this.projectId, callbackUrl, recoveredAt: isoTime(now) });
