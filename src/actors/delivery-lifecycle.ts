@@ -3,14 +3,12 @@ import { deliveryTable, isTerminalDelivery } from '../machines/index.js';
 import type { DeliveryEventType, DeliveryStatus, DeliveryStep } from '../machines/index.js';
 import type { WaitingEntry } from '../store/delivery-tables.js';
 import type { AttemptRecord, DeliveryChange, DeliveryHead, TransitionRecord, WebhookRecord } from '../store/records.js';
-import type { AttemptOutcome, SendRequest } from '../transport/http-sender.js';
+import type { AttemptOutcome } from '../transport/http-sender.js';
 import { traceAttempt } from '../tracing/attempt-trace.js';
-import type { Tracing } from '../tracing/tracing.js';
 import type { RetryOutcome } from './retry-policy.js';
 import type { ProjectActorDeps, WebhookHolder } from './actor-deps.js';
 import { AttemptRequests } from './attempt-request.js';
 import { DeliveryEffects, attemptRecord } from './delivery-effects.js';
-import { projectOfStoreId } from './operational-events.js';
 import { DeliveryWindow, DUE_HORIZON_MS } from './delivery-window.js';
 import { DeliveryWriter } from './delivery-writer.js';
 import { EndpointCircuit } from './endpoint-circuit.js';
@@ -299,7 +297,8 @@ export class DeliveryLifecycle {
 
   private send(delivery: LiveDelivery, webhook: WebhookRecord, envelope: Uint8Array, startedAt: number): void {
     const request = this.requests.build(webhook, () => this.config.webhook() ?? webhook, delivery.id, envelope, () => this.deps.clock.now());
-    const traced = this.deps.tracing && this.traced(this.deps.tracing, delivery, webhook, request);
+    const tracing = this.deps.tracing;
+    const traced = tracing && traceAttempt(tracing, this.deps.store, { storeId: this.projectId, eventId: identityOf(this.deps.store, this.projectId, delivery).eventId, deliveryId: delivery.id, attempt: delivery.counters.attempts + 1 }, webhook, request);
     this.deps.sender
       .send(traced ? traced.request : request)
       .then((outcome) => {
@@ -307,14 +306,6 @@ export class DeliveryLifecycle {
         this.finishAttempt(delivery, outcome, startedAt);
       })
       .catch((error: unknown) => this.deps.logger.error({ err: error, projectId: this.projectId, deliveryId: delivery.id }, 'attempt bookkeeping failed'));
-  }
-
-  /** Tracing on: the attempt's span, under the trace context its event keeps. */
-  private traced(tracing: Tracing, delivery: LiveDelivery, webhook: WebhookRecord, request: SendRequest) {
-    const { eventId } = identityOf(this.deps.store, this.projectId, delivery);
-    const parent = this.deps.store.getEvent(this.projectId, eventId)?.traceparent;
-    const attributes = { projectId: projectOfStoreId(this.projectId), eventId, deliveryId: delivery.id, attempt: delivery.counters.attempts + 1, url: webhook.callbackUrl };
-    return traceAttempt(tracing, parent, attributes, webhook, request);
   }
 
   /**
