@@ -57,6 +57,11 @@ export interface NatsMessagesOptions {
   sendVerdict(verdict: EventVerdict): void;
   /** Each ingest is a span (one message, one event); null: no tracing. */
   tracing: Tracing | null;
+  /**
+   * The sink passes events on (a cluster's router of unpartitioned events): each message's
+   * `traceparent` header goes with its event as is, for the node that stores it.
+   */
+  passesEventsOn: boolean;
 }
 
 /**
@@ -124,6 +129,7 @@ export class NatsMessages {
 
   private ingest(sink: EventSink, { projectId, input, message }: Extract<Decision, { kind: 'ingest' }>) {
     const tracing = this.options.tracing;
+    if (this.options.passesEventsOn) return sink.ingest(projectId, input, message.headers?.get('traceparent') || undefined);
     if (!tracing) return sink.ingest(projectId, input);
     return traceIngest(tracing, 'nats', projectId, 1, message.headers?.get('traceparent') || undefined, (traceparent) => sink.ingest(projectId, input, traceparent));
   }

@@ -180,7 +180,7 @@ export class NatsTransport implements InboundTransport {
   async start(sink: EventSink): Promise<void> {
     await this.connect();
     const connection = this.connection!;
-    const messages = new NatsMessages({ subjectPrefix: this.subjectPrefix, nakDelayMs: this.options.nakDelayMs ?? 1000, random: this.options.random ?? Math.random, tracing: this.options.tracing ?? null, sendVerdict: (verdict) => {
+    const messages = new NatsMessages({ subjectPrefix: this.subjectPrefix, nakDelayMs: this.options.nakDelayMs ?? 1000, random: this.options.random ?? Math.random, tracing: this.options.tracing ?? null, passesEventsOn: this.options.passesEventsOn ?? false, sendVerdict: (verdict) => {
         if (verdict.verdict !== 'accepted' || !this.options.passesEventsOn) this.sendVerdict(verdict);
       } });
     const messagesPerTurn = this.options.messagesPerTurn ?? MAX_MESSAGES_PER_TURN;

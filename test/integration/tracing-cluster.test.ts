@@ -1,3 +1,5 @@
+import { jetstream } from '@nats-io/jetstream';
+import { headers } from '@nats-io/transport-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt } from '../helpers/child-node.js';
 import { startTestClusterForTest } from '../helpers/cluster.js';
@@ -47,5 +49,21 @@ describe('traces in a cluster', () => {
     expect(retried).toMatchObject({ traceId: PRODUCER_TRACE, parentSpanId: ingest!.spanId, attributes: { 'hookline.project_id': projectId, 'hookline.delivery_id': sent.body.deliveryId } });
     const first = collector.spans.find((span) => span.serviceName === owner.nodeId && span.name === 'POST')!;
     expect(first).toMatchObject({ traceId: PRODUCER_TRACE, parentSpanId: ingest!.spanId, attributes: { 'hookline.attempt': 1, 'http.response.status_code': 503 } });
+  }, 90_000);
+
+  it('an event published without its partition keeps its traceparent through the router to its owner', async () => {
+    const collector = await startOtlpCollector();
+    const receiver = await startReceiver();
+    const c = await startTestClusterForTest({ partitions: 4, leaseMs: 1_500, label: 'tracing-router', settings: { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '100' } });
+    await c.startSettled(['node-a', 'node-b']);
+    const { projectId, apiKey } = await c.createProject(c.node('node-a'), 'routed');
+    expect((await c.apiSettled(c.node('node-a'), 'PUT', '/v1/webhook', { key: apiKey, body: { callbackUrl: receiver.url, status: 'active', eventTypes: ALL_TYPES } })).status).toBe(200);
+
+    const messageHeaders = headers();
+    messageHeaders.set('traceparent', `00-${PRODUCER_TRACE}-${PRODUCER_SPAN}-01`);
+    await jetstream(c.nats).publish(`${c.names.natsSubjectPrefix}.${projectId}`, JSON.stringify({ id: 'evt_routed', type: 'service.trigger.event', data: {} }), { headers: messageHeaders });
+    const attempt = await waitFor(() => collector.spans.find((span) => span.name === 'POST' && span.attributes['hookline.event_id'] === 'evt_routed'), { timeoutMs: 15_000, message: 'the routed event\'s attempt span' });
+    const ingest = collector.spans.find((span) => span.name === 'ingest nats' && span.spanId === attempt.parentSpanId);
+    expect(ingest).toMatchObject({ traceId: PRODUCER_TRACE, parentSpanId: PRODUCER_SPAN, attributes: { 'hookline.project_id': projectId } });
   }, 90_000);
 });
