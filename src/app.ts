@@ -6,12 +6,12 @@ import type { EngineOptions, SharedProjects } from './actors/engine.js';
 import type { Settings } from './config/settings.js';
 import type { HooklineError } from './errors.js';
 import { buildHttpServer } from './http/server.js';
-import type { Tracing } from './tracing/tracing.js';
 import type { NodeReadiness } from './http/server.js';
 import { checkListenAddress, listenError } from './http/listen-address.js';
 import { PortalLinks } from './portal/portal-links.js';
 import { claimDataDir } from './store/data-dir.js';
 import { EmbeddedTransport } from './transport/embedded.js';
+import type { Tracing } from './tracing/tracing.js';
 import { FORWARDED_HEADER } from './cluster/rpc.js';
 import type { ForwardedReply, ForwardedRequest } from './cluster/rpc.js';
 

@@ -1,7 +1,7 @@
-import type { Tracing } from '../tracing/tracing.js';
 import { HooklineError } from '../errors.js';
 import { isoTime } from '../iso-time.js';
 import type { AttemptRecord } from '../store/records.js';
+import type { Tracing } from '../tracing/tracing.js';
 import type { AttemptOutcome } from '../transport/http-sender.js';
 import { maskUrlCredentials } from '../transport/url-credentials.js';
 import type { ProjectActorDeps, WebhookHolder } from './actor-deps.js';

@@ -1,6 +1,6 @@
-import type { Tracing } from '../tracing/tracing.js';
 import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Settings } from '../config/settings.js';
+import type { Tracing } from '../tracing/tracing.js';
 import { HooklineError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { newProjectId, newSortableId } from '../store/ids.js';
