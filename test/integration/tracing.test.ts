@@ -4,6 +4,7 @@ import { ALL_TYPES, startTestHookline, waitForDeliveryStatus } from '../helpers/
 import { startOtlpCollector } from '../helpers/otlp-collector.js';
 import type { CollectedSpan } from '../helpers/otlp-collector.js';
 import { startReceiver } from '../helpers/receiver.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 /** Issue 38, item 1: OpenTelemetry traces, exported over OTLP/HTTP to a real collector. */
 
@@ -81,6 +82,30 @@ describe('OpenTelemetry traces', () => {
     const [ingest] = named(collector.spans, 'ingest http');
     expect(ingest!.parentSpanId).toBe('');
     expect(ingest!.traceId).toMatch(/^[0-9a-f]{32}$/);
+  });
+});
+
+describe('OpenTelemetry spans of endpoint changes', () => {
+  it('marks a circuit that opens, and an endpoint disabled by 410 Gone', async () => {
+    const collector = await startOtlpCollector();
+    const hookline = await startTestHookline({ circuitFailures: 2, tracing: tracingSettingsFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.url }) });
+    let gone = false;
+    const receiver = await startReceiver({ respond: () => ({ status: gone ? 410 : 503 }) });
+    await hookline.client.configureWebhook({ callbackUrl: receiver.url, status: 'active', eventTypes: ALL_TYPES });
+    const failing = await hookline.client.sendEvent({ type: 'service.trigger.event', data: {} });
+    await waitForDeliveryStatus(hookline.client, failing.deliveryId!, 'dead_lettered');
+    expect((await hookline.client.getWebhook()).circuit.state).not.toBe('closed');
+
+    // A PUT closes the circuit; the next attempt's 410 disables the endpoint.
+    await hookline.client.configureWebhook({ callbackUrl: receiver.url, status: 'active', eventTypes: ALL_TYPES });
+    gone = true;
+    await hookline.client.sendEvent({ type: 'service.trigger.event', data: {} });
+    await waitFor(async () => (await hookline.client.getWebhook()).status === 'disabled', { message: 'the endpoint disabled' });
+    await hookline.close();
+
+    expect(named(collector.spans, 'hookline.circuit.opened')[0]).toMatchObject({ attributes: { 'hookline.project_id': 'default', 'hookline.consecutive_failures': 2 } });
+    expect(named(collector.spans, 'hookline.circuit.closed')).toHaveLength(1);
+    expect(named(collector.spans, 'hookline.endpoint.disabled')[0]).toMatchObject({ attributes: { 'hookline.project_id': 'default' } });
   });
 });
 
