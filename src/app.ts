@@ -12,6 +12,7 @@ import { PortalLinks } from './portal/portal-links.js';
 import { claimDataDir } from './store/data-dir.js';
 import { EmbeddedTransport } from './transport/embedded.js';
 import type { NatsOutcomePublisher } from './transport/nats-outcomes.js';
+import type { Tracing } from './tracing/tracing.js';
 import { FORWARDED_HEADER } from './cluster/rpc.js';
 import type { ForwardedReply, ForwardedRequest } from './cluster/rpc.js';
 
@@ -55,10 +56,13 @@ export async function startHookline(settings: Settings, options: StartOptions = 
   const logger = options.logger ?? createLogger(settings);
   const dataDir = claimDataDir(settings.dataDir);
   let outcomes: NatsOutcomePublisher | undefined;
+  let tracing: Tracing | null = options.tracing ?? null;
   try {
     await checkListenAddress(settings.host, settings.port);
     outcomes = await startOutcomePublisher(settings, logger);
-    const nodeOptions = outcomes ? { ...options, outcomes } : options;
+    // Loaded only when an OTLP endpoint is set: a node without one loads nothing of OpenTelemetry.
+    if (!tracing && settings.tracing) tracing = (await import('./tracing/otel-tracing.js')).otelTracing(settings.tracing);
+    const nodeOptions = { ...options, tracing, ...(outcomes ? { outcomes } : {}) };
     const node = settings.cluster ? await startClusterNode(settings, nodeOptions, logger) : await startSingleNode(settings, nodeOptions, logger);
     const close = node.close;
     const publisher = outcomes;
@@ -76,6 +80,7 @@ export async function startHookline(settings: Settings, options: StartOptions = 
     };
   } catch (error) {
     await outcomes?.close().catch(() => {});
+    await tracing?.shutdown().catch(() => {});
     dataDir.abandon();
     throw error;
   }
@@ -95,7 +100,7 @@ async function startSingleNode(settings: Settings, options: StartOptions, logger
   if (settings.natsUrl) {
     // Loaded only when NATS is configured: the NATS client is a tenth of a second of every start.
     const [{ NatsTransport }, { natsAccess }] = await Promise.all([import('./transport/nats.js'), import('./transport/nats-access.js')]);
-    const nats = new NatsTransport({ servers: settings.natsUrl, access: natsAccess(settings), replicas: settings.natsReplicas, stream: settings.natsStream, subjectPrefix: settings.natsSubjectPrefix, durable: settings.natsDurable, logger, onConnectionClosed: (reason) => readiness.fail(reason) });
+    const nats = new NatsTransport({ servers: settings.natsUrl, access: natsAccess(settings), replicas: settings.natsReplicas, stream: settings.natsStream, subjectPrefix: settings.natsSubjectPrefix, durable: settings.natsDurable, tracing: options.tracing ?? null, logger, onConnectionClosed: (reason) => readiness.fail(reason) });
     await nats.connect();
     transports.push(nats);
   }

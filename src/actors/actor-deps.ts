@@ -1,6 +1,7 @@
 import type { Logger } from '../logger.js';
 import type { HooklineStore } from '../store/store.js';
 import type { AttemptOutcome, SendRequest } from '../transport/http-sender.js';
+import type { Tracing } from '../tracing/tracing.js';
 import type { Clock } from './clock.js';
 import type { DeliveryScheduler } from './delivery-scheduler.js';
 import type { EngineMetrics } from './engine-metrics.js';
@@ -42,6 +43,8 @@ export interface ProjectActorDeps {
   turns: WorkTurns;
   /** Shared by every actor of the engine: ingests of event ids not yet stored and replicated. */
   ingestsInFlight: IngestsInFlight;
+  /** Spans of attempts and changes; null when the node exports no traces (the usual case). */
+  tracing: Tracing | null;
   /**
    * Ids of deliveries created before the answer are past retention now (the engine's one rule, as
    * its prune and the changelog snapshots apply it): retry and redrive leave those terminal alone.

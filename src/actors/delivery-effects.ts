@@ -1,6 +1,7 @@
 import { HooklineError } from '../errors.js';
 import { isoTime } from '../iso-time.js';
 import type { AttemptRecord } from '../store/records.js';
+import type { Tracing } from '../tracing/tracing.js';
 import type { AttemptOutcome } from '../transport/http-sender.js';
 import { maskUrlCredentials } from '../transport/url-credentials.js';
 import type { ProjectActorDeps, WebhookHolder } from './actor-deps.js';
@@ -78,6 +79,7 @@ export class DeliveryEffects {
           } else {
             this.deps.logger.warn({ projectId: this.projectId, deliveryId: delivery.id, attempts: delivery.counters.attempts, ...why }, 'delivery dead-lettered');
           }
+          if (this.deps.tracing) this.markDeadLetter(this.deps.tracing, delivery);
           if (this.config.notify) {
             const { eventId, eventType } = identityOf(this.deps.store, this.projectId, delivery);
             this.config.notify('hookline.delivery.dead_lettered', { projectId: this.projectId, deliveryId: delivery.id, eventId, eventType, attempts: delivery.counters.attempts, deadLetteredAt: isoTime(now) });
@@ -105,6 +107,13 @@ export class DeliveryEffects {
     committed.then(() => publish(report), () => {});
   }
 
+  /** Tracing on: the dead letter's span, in its event's trace. */
+  private markDeadLetter(tracing: Tracing, delivery: LiveDelivery): void {
+    const { eventId } = identityOf(this.deps.store, this.projectId, delivery);
+    const parent = this.deps.store.getEvent(this.projectId, eventId)?.traceparent;
+    tracing.mark('hookline.dead_letter', parent, { 'hookline.project_id': projectOfStoreId(this.projectId), 'hookline.event_id': eventId, 'hookline.delivery_id': delivery.id, 'hookline.attempts': delivery.counters.attempts });
+  }
+
   /** Applies what the attempt's outcome does to the endpoint's health (endpoint-health.ts). */
   trackEndpointHealth(outcome: 'succeeded' | 'failed' | 'gone', notify: OperationalNotify): void {
     const webhook = this.config.webhook();
@@ -113,6 +122,7 @@ export class DeliveryEffects {
     const change = endpointHealthAfter(webhook, outcome, now, this.deps.disableAfterMs);
     if (change.kind === 'unchanged') return;
     this.inBackground(this.config.save(change.webhook));
+    this.deps.tracing?.mark(`hookline.endpoint.${change.kind}`, undefined, { 'hookline.project_id': this.projectId });
     // The operational URL may be another party's: the endpoint's password is not theirs to read.
     const callbackUrl = maskUrlCredentials(webhook.callbackUrl);
     if (change.kind === 'recovered') notify('hookline.endpoint.recovered', { projectId: this.projectId, callbackUrl, recoveredAt: isoTime(now) });

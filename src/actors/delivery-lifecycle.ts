@@ -4,6 +4,7 @@ import type { DeliveryEventType, DeliveryStatus, DeliveryStep } from '../machine
 import type { WaitingEntry } from '../store/delivery-tables.js';
 import type { AttemptRecord, DeliveryChange, DeliveryHead, TransitionRecord, WebhookRecord } from '../store/records.js';
 import type { AttemptOutcome } from '../transport/http-sender.js';
+import { traceAttempt } from '../tracing/attempt-trace.js';
 import type { RetryOutcome } from './retry-policy.js';
 import type { ProjectActorDeps, WebhookHolder } from './actor-deps.js';
 import { AttemptRequests } from './attempt-request.js';
@@ -295,9 +296,15 @@ export class DeliveryLifecycle {
   }
 
   private send(delivery: LiveDelivery, webhook: WebhookRecord, envelope: Uint8Array, startedAt: number): void {
+    const request = this.requests.build(webhook, () => this.config.webhook() ?? webhook, delivery.id, envelope, () => this.deps.clock.now());
+    const tracing = this.deps.tracing;
+    const traced = tracing && traceAttempt(tracing, this.deps.store, { storeId: this.projectId, eventId: identityOf(this.deps.store, this.projectId, delivery).eventId, deliveryId: delivery.id, attempt: delivery.counters.attempts + 1 }, webhook, request);
     this.deps.sender
-      .send(this.requests.build(webhook, () => this.config.webhook() ?? webhook, delivery.id, envelope, () => this.deps.clock.now()))
-      .then((outcome) => this.finishAttempt(delivery, outcome, startedAt))
+      .send(traced ? traced.request : request)
+      .then((outcome) => {
+        traced?.span.end(outcome);
+        this.finishAttempt(delivery, outcome, startedAt);
+      })
       .catch((error: unknown) => this.deps.logger.error({ err: error, projectId: this.projectId, deliveryId: delivery.id }, 'attempt bookkeeping failed'));
   }
 

@@ -18,7 +18,7 @@ export class EndpointCircuit {
 
   constructor(
     private readonly projectId: string,
-    private readonly deps: Pick<ProjectActorDeps, 'metrics' | 'logger' | 'circuitFailures' | 'circuitProbeIntervalMs'>,
+    private readonly deps: Pick<ProjectActorDeps, 'metrics' | 'logger' | 'circuitFailures' | 'circuitProbeIntervalMs' | 'tracing'>,
     private readonly config: Pick<WebhookHolder, 'webhook'>,
     private readonly notify: OperationalNotify,
   ) {
@@ -76,6 +76,7 @@ export class EndpointCircuit {
   private changed(change: CircuitChange, before: Circuit, now: number, why: string | null): void {
     if (change === null) return;
     this.deps.metrics.circuitTransitions.inc({ to: change === 'opened' ? 'open' : 'closed' });
+    this.deps.tracing?.mark(`hookline.circuit.${change}`, undefined, { 'hookline.project_id': this.projectId, 'hookline.consecutive_failures': this.circuit.consecutiveFailures });
     // The operational URL may be another party's: the endpoint's password is not theirs to read.
     const callbackUrl = maskUrlCredentials(this.config.webhook()?.callbackUrl ?? '');
     if (change === 'opened') {

@@ -1,5 +1,6 @@
 import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Settings } from '../config/settings.js';
+import type { Tracing } from '../tracing/tracing.js';
 import { HooklineError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { newProjectId, newSortableId } from '../store/ids.js';
@@ -51,6 +52,11 @@ export interface EngineOptions {
   ownership?: { ownsProject(projectId: string): boolean };
   /** HOOKLINE_NATS_OUTCOMES: where final outcomes and endpoint changes are published. @default none */
   outcomes?: OutcomeSink;
+  /**
+   * Spans of ingests, attempts and changes (tracing/tracing.ts), shut down (flushed) by `stop`.
+   * @default null, no tracing
+   */
+  tracing?: Tracing | null;
 }
 
 const DEFAULT_PROJECT_ID = 'default';
@@ -99,6 +105,7 @@ export class Engine implements BatchEventSink {
   private readonly ownership: EngineOptions['ownership'];
   private readonly transports: InboundTransport[];
   private readonly publishOutcome: ((report: OutcomeReport) => void) | undefined;
+  readonly tracing: Tracing | null;
   private pruneTimer: NodeJS.Timeout | null = null;
   private stopping: Promise<void> | null = null;
 
@@ -119,6 +126,7 @@ export class Engine implements BatchEventSink {
         ...(settings.allowPrivateNetworks ? {} : { isBlockedAddress }),
       });
     this.transports = options.transports ?? [];
+    this.tracing = options.tracing ?? null;
     this.scheduler = new DeliveryScheduler(this.clock, (entry) => this.actors.get(projectOfStoreId(entry.projectId))?.onDue(entry.deliveryId, entry.dueAt));
     this.metrics = new EngineMetrics({
       liveDeliveries: () => this.heldDeliveries.count,
@@ -186,6 +194,7 @@ export class Engine implements BatchEventSink {
         circuitFailures: this.settings.circuitFailures,
         circuitProbeIntervalMs: this.settings.circuitProbeIntervalMs,
         ingestsInFlight: this.ingestsInFlight,
+        tracing: this.tracing,
         turns: this.turns,
         retentionCutoffId: () => this.retentionCutoffId(),
         nodeStopping: () => this.stopping !== null,
@@ -197,13 +206,13 @@ export class Engine implements BatchEventSink {
     return actor;
   }
 
-  ingest(projectId: string, input: EventInput): Promise<IngestResult> {
+  ingest(projectId: string, input: EventInput, traceparent?: string): Promise<IngestResult> {
     if (this.stopping) return Promise.reject(shuttingDownError());
     // actorFor throws for a project that does not exist (or moved): a rejection, like every refusal.
-    return settled(() => this.actorFor(projectId).ingest(input));
+    return settled(() => this.actorFor(projectId).ingest(input, traceparent));
   }
 
-  async ingestBatch(projectId: string, inputs: readonly EventInput[]): Promise<Array<PromiseSettledResult<IngestResult>>> {
+  async ingestBatch(projectId: string, inputs: readonly EventInput[], traceparent?: string): Promise<Array<PromiseSettledResult<IngestResult>>> {
     if (this.stopping) throw shuttingDownError();
     const actor = this.actorFor(projectId);
     // Asked once for the batch, so that a node already refusing answers it with one 503. A limit
@@ -213,7 +222,7 @@ export class Engine implements BatchEventSink {
     // Every event is issued in this one event-loop turn, in one LMDB batch (one commit, one fsync);
     // copies of one id within the batch meet in the actor's de-duplication. An event whose ingest
     // throws is refused alone: the batch's others are issued already.
-    return Promise.allSettled(this.store.ingestTogether(() => inputs.map((input) => settled(() => actor.ingest(input)))));
+    return Promise.allSettled(this.store.ingestTogether(() => inputs.map((input) => settled(() => actor.ingest(input, traceparent)))));
   }
 
   /** A delivery as the API shows it: as stored, with the steps its actor has not stored yet. */
@@ -426,6 +435,7 @@ export class Engine implements BatchEventSink {
       this.scheduler.stop();
       await this.sender.close?.();
       await this.store.close();
+      await this.tracing?.shutdown();
     })();
     return this.stopping;
   }

@@ -181,13 +181,13 @@ export class ProjectActor {
 
   // Ingest --------------------------------------------------------------------------------------
 
-  ingest(input: EventInput): Promise<IngestResult> {
+  ingest(input: EventInput, traceparent?: string): Promise<IngestResult> {
     if (this.lifecycle.isDraining) return Promise.reject(shuttingDownError());
     const now = this.deps.clock.now();
     // Marked even without an id: the producer may send it again under the id it was given.
     if (input.id === undefined) {
       const eventId = newEventId(now);
-      return this.storeNewEvent(input, eventId, firstIngestOf(input, eventId, now), now);
+      return this.storeNewEvent(input, eventId, firstIngestOf(input, eventId, now), now, traceparent);
     }
 
     // Until the first ingest of the id is stored and replicated, a copy waits for its outcome.
@@ -199,7 +199,7 @@ export class ProjectActor {
 
     // Made before it is stored: a copy of the id arriving meanwhile is compared with it.
     const first = firstIngestOf(input, input.id, now);
-    const result = this.storeNewEvent(input, input.id, first, now);
+    const result = this.storeNewEvent(input, input.id, first, now, traceparent);
     this.deps.ingestsInFlight.track(this.projectId, input.id, { ...first, result });
     return result;
   }
@@ -226,13 +226,15 @@ export class ProjectActor {
     return admissionRefusal(this.admission, { adding: matched ? 1 : 0, unchanged: 'nothing was stored' });
   }
 
-  private async storeNewEvent(input: EventInput, eventId: string, { fingerprint, envelope }: FirstIngest, now: number): Promise<IngestResult> {
+  private async storeNewEvent(input: EventInput, eventId: string, { fingerprint, envelope }: FirstIngest, now: number, traceparent: string | undefined): Promise<IngestResult> {
     const matched = this.matches(input);
     const refusal = this.admissionRefusal(matched);
     if (refusal) throw refusal;
     const delivery = matched ? this.newDeliveryRecord(eventId, input.type, now) : null;
     const answer: IngestAnswer = { id: eventId, deliveryId: delivery?.id ?? null };
     const event: EventRecord = { id: eventId, type: input.type, fingerprint, envelope, createdAt: now, answer, deliveryIds: delivery ? [delivery.id] : [] };
+    // Only while tracing is on: the event's later spans (attempts, dead letter) take it as parent.
+    if (traceparent !== undefined) event.traceparent = traceparent;
     if (delivery) this.admittedUnstored++;
     try {
       await this.lifecycle.tracked(this.deps.store.writeIngest(this.projectId, event, delivery));

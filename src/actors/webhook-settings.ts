@@ -28,10 +28,12 @@ export interface ConfigureInput {
   rateLimitPerSecond?: number | null | undefined;
   /** @default null */
   retrySchedule?: number[] | null | undefined;
+  /** @default false */
+  sendTraceparent?: boolean | undefined;
 }
 
 /** The fields a record written before they existed lacks. */
-type AddedLater = 'headers' | 'filter' | 'ordering' | 'operationalUrl' | 'operationalSecret' | 'maxConcurrency' | 'rateLimitPerSecond' | 'retrySchedule';
+type AddedLater = 'headers' | 'filter' | 'ordering' | 'operationalUrl' | 'operationalSecret' | 'maxConcurrency' | 'rateLimitPerSecond' | 'retrySchedule' | 'sendTraceparent';
 /** A webhook configuration as the actor holds it: every field present. */
 export type Webhook = WebhookRecord & Required<Pick<WebhookRecord, AddedLater>>;
 
@@ -48,6 +50,7 @@ export function withWebhookDefaults(stored: WebhookRecord | undefined): Webhook 
     maxConcurrency: stored.maxConcurrency ?? null,
     rateLimitPerSecond: stored.rateLimitPerSecond ?? null,
     retrySchedule: stored.retrySchedule ?? null,
+    sendTraceparent: stored.sendTraceparent ?? false,
   };
 }
 
@@ -78,6 +81,7 @@ export function configureWebhook(existing: Webhook | undefined, input: Configure
     maxConcurrency: input.maxConcurrency ?? null,
     rateLimitPerSecond: input.rateLimitPerSecond ?? null,
     retrySchedule: input.retrySchedule ?? null,
+    sendTraceparent: input.sendTraceparent ?? false,
   };
 }
 
@@ -130,6 +134,7 @@ export function operationalTarget(webhook: Webhook | undefined): Webhook | undef
     rateLimitPerSecond: null,
     // Hookline's own reports keep the node's schedule, whatever the project chose for its endpoint.
     retrySchedule: null,
+    sendTraceparent: false,
     failingSince: null,
     disabledAt: null,
     disabledReason: null,

@@ -352,6 +352,7 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
       streamSubjects: [`${this.settings.natsSubjectPrefix}.>`],
       verdictPrefix: verdictSubjectPrefix(this.settings.natsSubjectPrefix),
       logger: this.logger,
+      tracing: this.engine.tracing,
       ...partitionFlowControl(this.cluster.partitions),
     });
     this.consumers.set(partition, consumer);
@@ -391,14 +392,14 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   private partitionSink(partition: number): EventSink {
     const engine = this.engine;
     return {
-      ingest: async (projectId, input) => {
+      ingest: async (projectId, input, traceparent) => {
         if (this.partitionOf(projectId) !== partition) {
           throw new HooklineError('HOOKLINE_ERR_VALIDATION', `project ${projectId} is in partition ${this.partitionOf(projectId)}, not ${partition}: publish with the cluster's partition count (HOOKLINE_PARTITIONS=${this.cluster.partitions})`, {
             details: [{ path: 'subject', message: `must be ${this.settings.natsSubjectPrefix}.${this.partitionOf(projectId)}.${projectId}` }],
           });
         }
         await this.mirror.mirrorProject(projectId);
-        return engine.ingest(projectId, input);
+        return engine.ingest(projectId, input, traceparent);
       },
       reject: (rejection) => engine.reject(rejection),
     };

@@ -1,6 +1,7 @@
 import { jetstream } from '@nats-io/jetstream';
 import type { JetStreamManager } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/transport-node';
+import { headers } from '@nats-io/transport-node';
+import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import { HooklineError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { ingestSubject } from '../sdk/partition.js';
@@ -73,10 +74,11 @@ export class UnpartitionedEvents {
     const client = jetstream(connection);
     const encoder = new TextEncoder();
     return {
-      ingest: async (projectId, input) => {
+      ingest: async (projectId, input, traceparent) => {
         const subject = ingestSubject(subjectPrefix, projectId, partitions);
         try {
-          await client.publish(subject, encoder.encode(JSON.stringify(input)));
+          // The producer's trace context goes with the copy: the owner's ingest span is its child.
+          await client.publish(subject, encoder.encode(JSON.stringify(input)), traceparent === undefined ? undefined : { headers: traceHeaders(traceparent) });
         } catch (error) {
           // Nak'ed (retryable): JetStream hands the original to a node again shortly.
           throw new HooklineError('HOOKLINE_ERR_NATS_UNAVAILABLE', `the event could not be passed on to ${subject}; it is redelivered`, { cause: error, retryAfterSeconds: 1 });
@@ -90,4 +92,10 @@ export class UnpartitionedEvents {
   stop(): Promise<void> {
     return this.consumer.stop();
   }
+}
+
+function traceHeaders(traceparent: string): MsgHdrs {
+  const copy = headers();
+  copy.set('traceparent', traceparent);
+  return copy;
 }

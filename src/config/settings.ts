@@ -2,6 +2,8 @@ import { hostname } from 'node:os';
 import { z } from 'zod';
 import { outcomeSubjectRoot } from '../sdk/outcomes.js';
 import { HooklineError } from '../errors.js';
+import { tracingSettingsFrom } from '../tracing/tracing-settings.js';
+import type { TracingSettings } from '../tracing/tracing-settings.js';
 import { seedUrls } from '../transport/nats-seeds.js';
 import { RETRY_SCHEDULE_FORMAT, SVIX_RETRY_SCHEDULE_MS, parseByteSize, parseDuration, parseRetrySchedule } from './duration.js';
 
@@ -19,6 +21,8 @@ export interface Settings {
   adminKey: string | null;
   /** Origins whose pages may embed the dashboard opened by a portal link (CSP `frame-ancestors`); none when empty. */
   portalFrameAncestors: readonly string[];
+  /** OpenTelemetry traces, from the OTEL_* variables (tracing/tracing-settings.ts); null: off. */
+  tracing: TracingSettings | null;
   /** Delay before each attempt of a round; its length is the number of attempts per round. */
   retrySchedule: readonly number[];
   retryJitter: boolean;
@@ -269,6 +273,7 @@ export function settingsFromEnvironment(environment: Record<string, string | und
     apiKey: env.HOOKLINE_API_KEY,
     adminKey: env.HOOKLINE_ADMIN_KEY,
     portalFrameAncestors: env.HOOKLINE_PORTAL_FRAME_ANCESTORS ?? [],
+    tracing: tracingSettingsFrom(environment),
     retrySchedule: env.HOOKLINE_RETRY_SCHEDULE ?? SVIX_RETRY_SCHEDULE_MS,
     retryJitter: env.HOOKLINE_RETRY_JITTER,
     deliveryTimeoutMs: env.HOOKLINE_DELIVERY_TIMEOUT,

@@ -106,7 +106,7 @@ export const OPERATIONS: readonly Operation[] = [
   {
     method: 'put', path: '/v1/webhook', operationId: 'configureWebhook', auth: 'project',
     summary: 'Configure the project\'s webhook endpoint',
-    description: 'The signing secret is made by the first PUT and kept by later ones (so is the operational secret, once an `operationalUrl` is set). `eventTypes` holds only the three reserved event types. A PUT replaces the whole configuration: an optional field left out (`headers`, `filter`, `ordering`, `operationalUrl`, `maxConcurrency`, `rateLimitPerSecond`, `retrySchedule`) is cleared to its default.',
+    description: 'The signing secret is made by the first PUT and kept by later ones (so is the operational secret, once an `operationalUrl` is set). `eventTypes` holds only the three reserved event types. A PUT replaces the whole configuration: an optional field left out (`headers`, `filter`, `ordering`, `operationalUrl`, `maxConcurrency`, `rateLimitPerSecond`, `retrySchedule`, `sendTraceparent`) is cleared to its default.',
     body: { component: 'ConfigureWebhookRequest' },
     answers: { 200: { description: 'The configuration as stored.', json: 'WebhookConfig' } },
   },

@@ -22,6 +22,7 @@ export function presentWebhook(webhook: Webhook, circuit: Circuit): WebhookConfi
     maxConcurrency: webhook.maxConcurrency,
     rateLimitPerSecond: webhook.rateLimitPerSecond,
     retrySchedule: webhook.retrySchedule === null ? null : formatRetrySchedule(webhook.retrySchedule),
+    sendTraceparent: webhook.sendTraceparent,
     circuit: { state: circuit.state, consecutiveFailures: circuit.consecutiveFailures, openedAt: isoOrNull(circuit.openedAt), nextProbeAt: isoOrNull(circuit.nextProbeAt) },
     createdAt: isoTime(webhook.createdAt),
     updatedAt: isoTime(webhook.updatedAt),

@@ -47,6 +47,7 @@ export const webhookConfigResponse = z
     maxConcurrency: z.number().int().min(1).nullable().describe('Attempts in flight to the endpoint at most, as set; `null`: the node\'s HOOKLINE_ENDPOINT_CONCURRENCY alone.'),
     rateLimitPerSecond: z.number().int().min(1).nullable().describe('Attempts started per second at most, as set; `null`: no pacing.'),
     retrySchedule: z.string().nullable().describe('The project\'s retry schedule as set, each delay in its largest whole unit (`0,90s,2h`); `null`: the node\'s HOOKLINE_RETRY_SCHEDULE.'),
+    sendTraceparent: z.boolean().describe('Whether each attempt carries its span\'s W3C `traceparent` header (not signed), while the node exports traces.'),
     circuit: z
       .strictObject({
         state: z.enum(CIRCUIT_STATES).describe('`closed`: attempts are sent. `open`: due attempts are failed unsent (`errorCode` `circuit_open`) until `nextProbeAt`. `half_open`: one probe is in flight.'),

@@ -98,6 +98,8 @@ export const WEBHOOK_RETRY_SCHEDULE = { maxSteps: 50, maxDelayMs: 30 * 24 * 60 *
 
 const RETRY_SCHEDULE = `The delay before each attempt of a round, in the format of the node's HOOKLINE_RETRY_SCHEDULE (${RETRY_SCHEDULE_FORMAT}); its length is the attempts per round. At most ${WEBHOOK_RETRY_SCHEDULE.maxSteps} delays of at most ${formatDuration(WEBHOOK_RETRY_SCHEDULE.maxDelayMs)} each. Applies to the project's deliveries made and rounds (retry, redrive, replay) started after the PUT; a delivery already waiting keeps its round's count of attempts. \`null\` or left out: the node's schedule.`;
 
+const SEND_TRACEPARENT = 'Each attempt carries the W3C `traceparent` header of its span (not covered by the signature, like `headers`), so that the receiver continues the trace. Only while the node exports traces (OTEL_EXPORTER_OTLP_ENDPOINT). Default `false`.';
+
 /** The text of HOOKLINE_RETRY_SCHEDULE, parsed by the setting's own parser, then held to the webhook's bounds. */
 const retrySchedule = z.string({ error: expected(`a retry schedule, ${RETRY_SCHEDULE_FORMAT}`) }).transform((text, context) => {
   let schedule: number[];
@@ -143,6 +145,7 @@ export function configureWebhookBodyFor(endpointConcurrency: number | null) {
       maxConcurrency: maxConcurrency.nullable().optional().describe(MAX_CONCURRENCY),
       rateLimitPerSecond: wholeNumberFrom(WEBHOOK_RATE_LIMIT.min, WEBHOOK_RATE_LIMIT.max).nullable().optional().describe(RATE_LIMIT_PER_SECOND),
       retrySchedule: retrySchedule.nullable().optional().describe(RETRY_SCHEDULE),
+      sendTraceparent: z.boolean({ error: expected('true or false') }).optional().describe(SEND_TRACEPARENT),
     },
     'the webhook configuration',
   );

@@ -116,6 +116,8 @@ export function buildHttpServer(deps: HttpDeps, options: { logger?: FastifyBaseL
   const forwardCall = (request: FastifyRequest) => {
     const headers: Record<string, string> = { authorization: request.headers.authorization ?? '' };
     if (request.body !== undefined) headers['content-type'] = 'application/json';
+    // The producer's trace goes on with the call: the owner's ingest span is its child.
+    if (typeof request.headers.traceparent === 'string') headers.traceparent = request.headers.traceparent;
     return cluster!.forward(request.projectId, { method: request.method, url: request.url, headers, body: request.body === undefined ? null : JSON.stringify(request.body) });
   };
   /**

@@ -57,7 +57,7 @@ const EVENTS_PATH = '/v1/events';
 
 // What each argument may hold (see ./options.ts); the types make each list exhaustive.
 const REQUEST_OPTIONS = { signal: true } as const satisfies KnownKeys<RequestOptions>;
-const CONFIGURE_WEBHOOK_INPUT = { callbackUrl: true, status: true, eventTypes: true, headers: true, filter: true, ordering: true, operationalUrl: true, maxConcurrency: true, rateLimitPerSecond: true, retrySchedule: true } as const satisfies KnownKeys<ConfigureWebhookInput>;
+const CONFIGURE_WEBHOOK_INPUT = { callbackUrl: true, status: true, eventTypes: true, headers: true, filter: true, ordering: true, operationalUrl: true, maxConcurrency: true, rateLimitPerSecond: true, retrySchedule: true, sendTraceparent: true } as const satisfies KnownKeys<ConfigureWebhookInput>;
 const ROTATE_SECRET_INPUT = { graceSeconds: true } as const satisfies KnownKeys<RotateSecretInput>;
 const SEND_EVENT_INPUT = { id: true, type: true, data: true, metadata: true, timestamp: true } as const satisfies KnownKeys<SendEventInput>;
 const DELIVERY_LIST_FILTER = { status: true, eventType: true, eventId: true, since: true, until: true, limit: true } as const satisfies KnownKeys<DeliveryListFilter>;
@@ -102,8 +102,8 @@ export class HooklineClient {
    */
   async configureWebhook(input: ConfigureWebhookInput, options?: RequestOptions): Promise<WebhookConfig> {
     checkArguments('configureWebhook', options, ['input', input, CONFIGURE_WEBHOOK_INPUT]);
-    const { callbackUrl, status, eventTypes, headers, filter, ordering, operationalUrl, maxConcurrency, rateLimitPerSecond, retrySchedule } = input;
-    const body = { callbackUrl, status, eventTypes, headers, filter, ordering, operationalUrl, maxConcurrency, rateLimitPerSecond, retrySchedule };
+    const { callbackUrl, status, eventTypes, headers, filter, ordering, operationalUrl, maxConcurrency, rateLimitPerSecond, retrySchedule, sendTraceparent } = input;
+    const body = { callbackUrl, status, eventTypes, headers, filter, ordering, operationalUrl, maxConcurrency, rateLimitPerSecond, retrySchedule, sendTraceparent };
     return this.#body<WebhookConfig>({ method: 'PUT', path: '/v1/webhook', body, signal: options?.signal });
   }
 

@@ -124,6 +124,12 @@ export interface ConfigureWebhookInput {
    * @default null
    */
   retrySchedule?: string | null;
+  /**
+   * Each attempt carries the W3C `traceparent` header of its span, which is not covered by the
+   * signature (like `headers`). Only while the node exports traces (`OTEL_EXPORTER_OTLP_ENDPOINT`).
+   * @default false
+   */
+  sendTraceparent?: boolean;
 }
 
 /** How deliveries go out: concurrently (`unordered`), or one at a time in ingest order (`fifo`). */
@@ -157,6 +163,8 @@ export interface WebhookConfig {
   rateLimitPerSecond: number | null;
   /** The project's retry schedule as set, each delay in its largest whole unit (`"0,90s,2h"`); `null`: the node's `HOOKLINE_RETRY_SCHEDULE`. */
   retrySchedule: string | null;
+  /** Whether each attempt carries its span's `traceparent` header (not signed), while the node exports traces. */
+  sendTraceparent: boolean;
   /** The endpoint's circuit breaker, as the node serving the project holds it. */
   circuit: EndpointCircuit;
   createdAt: string;

@@ -55,6 +55,8 @@ export interface WebhookRecord {
   rateLimitPerSecond?: number | null;
   /** Delay in ms before each attempt of a round, for the project's new deliveries and rounds; null: the node's HOOKLINE_RETRY_SCHEDULE. */
   retrySchedule?: number[] | null;
+  /** Whether each attempt carries its span's W3C `traceparent` header (not signed); only while tracing is on. */
+  sendTraceparent?: boolean;
 }
 
 export interface IngestAnswer {
@@ -77,6 +79,11 @@ export interface EventRecord {
   answer: IngestAnswer;
   /** Every delivery of this event: the first one and each replay. */
   deliveryIds: string[];
+  /**
+   * W3C trace context of the ingest span, kept while tracing is on: the parent of the event's
+   * attempt and dead-letter spans, on every node. Absent from events stored without tracing.
+   */
+  traceparent?: string;
 }
 
 export interface AttemptRecord {

@@ -18,13 +18,13 @@ export class EmbeddedTransport implements InboundTransport {
     this.sink = null;
   }
 
-  submit(projectId: string, input: EventInput): Promise<IngestResult> {
+  submit(projectId: string, input: EventInput, traceparent?: string): Promise<IngestResult> {
     if (!this.sink) return Promise.reject(notTakingEvents());
-    return this.sink.ingest(projectId, input);
+    return this.sink.ingest(projectId, input, traceparent);
   }
 
-  submitBatch(projectId: string, inputs: readonly EventInput[]): Promise<Array<PromiseSettledResult<IngestResult>>> {
+  submitBatch(projectId: string, inputs: readonly EventInput[], traceparent?: string): Promise<Array<PromiseSettledResult<IngestResult>>> {
     if (!this.sink) return Promise.reject(notTakingEvents());
-    return this.sink.ingestBatch(projectId, inputs);
+    return this.sink.ingestBatch(projectId, inputs, traceparent);
   }
 }

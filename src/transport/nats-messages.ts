@@ -1,3 +1,5 @@
+import { traceIngest } from '../tracing/ingest-trace.js';
+import type { Tracing } from '../tracing/tracing.js';
 import type { JsMsg } from '@nats-io/jetstream';
 import type { HooklineError } from '../errors.js';
 import { isHooklineError } from '../errors.js';
@@ -53,6 +55,13 @@ export interface NatsMessagesOptions {
   random: () => number;
   /** Publishes a verdict, best effort (verdict.ts). */
   sendVerdict(verdict: EventVerdict): void;
+  /** Each ingest is a span (one message, one event); null: no tracing. */
+  tracing: Tracing | null;
+  /**
+   * The sink passes events on (a cluster's router of unpartitioned events): each message's
+   * `traceparent` header goes with its event as is, for the node that stores it.
+   */
+  passesEventsOn: boolean;
 }
 
 /**
@@ -86,7 +95,7 @@ export class NatsMessages {
     const ingesting = decisions.filter((decision) => decision.kind === 'ingest');
     const rejecting: Rejecting[] = [];
     for (const decision of decisions) if (decision.kind === 'reject') rejecting.push(this.record(sink, decision));
-    const ingested = await Promise.allSettled(ingesting.map((decision) => settled(() => sink.ingest(decision.projectId, decision.input))));
+    const ingested = await Promise.allSettled(ingesting.map((decision) => settled(() => this.ingest(sink, decision))));
     const refused: Rejecting[] = [];
     ingested.forEach((outcome, index) => {
       const { message, projectId, eventId } = ingesting[index]!;
@@ -116,6 +125,13 @@ export class NatsMessages {
     const recorded = await Promise.all(rejections.map((rejecting) => rejecting.recorded));
     recorded.forEach((stored, index) => this.settleRejection(rejections[index]!, stored));
     await Promise.all(setAside);
+  }
+
+  private ingest(sink: EventSink, { projectId, input, message }: Extract<Decision, { kind: 'ingest' }>) {
+    const tracing = this.options.tracing;
+    if (this.options.passesEventsOn) return sink.ingest(projectId, input, message.headers?.get('traceparent') || undefined);
+    if (!tracing) return sink.ingest(projectId, input);
+    return traceIngest(tracing, 'nats', projectId, 1, message.headers?.get('traceparent') || undefined, (traceparent) => sink.ingest(projectId, input, traceparent));
   }
 
   /** Redelivered later: the delay grows with the message's deliveries, and is at least the refusal's Retry-After. */

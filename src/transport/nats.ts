@@ -1,3 +1,4 @@
+import type { Tracing } from '../tracing/tracing.js';
 import { AckPolicy, DeliverPolicy, StorageType, jetstream } from '@nats-io/jetstream';
 import type { ConsumerMessages, JetStreamManager } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
@@ -98,6 +99,8 @@ export interface NatsTransportOptions {
    * @default verdictSubjectPrefix(subjectPrefix)
    */
   verdictPrefix?: string;
+  /** Each message's ingest is a span, a child of its `traceparent` header. @default null, no tracing */
+  tracing?: Tracing | null;
 }
 
 /**
@@ -177,7 +180,7 @@ export class NatsTransport implements InboundTransport {
   async start(sink: EventSink): Promise<void> {
     await this.connect();
     const connection = this.connection!;
-    const messages = new NatsMessages({ subjectPrefix: this.subjectPrefix, nakDelayMs: this.options.nakDelayMs ?? 1000, random: this.options.random ?? Math.random, sendVerdict: (verdict) => {
+    const messages = new NatsMessages({ subjectPrefix: this.subjectPrefix, nakDelayMs: this.options.nakDelayMs ?? 1000, random: this.options.random ?? Math.random, tracing: this.options.tracing ?? null, passesEventsOn: this.options.passesEventsOn ?? false, sendVerdict: (verdict) => {
         if (verdict.verdict !== 'accepted' || !this.options.passesEventsOn) this.sendVerdict(verdict);
       } });
     const messagesPerTurn = this.options.messagesPerTurn ?? MAX_MESSAGES_PER_TURN;

@@ -15,8 +15,9 @@ export interface EventSink {
   /**
    * Stores the event (and its delivery when it matches) and resolves once that is durably committed.
    * Rejects with a coded HooklineError (unknown project, id conflict, shutting down, storage).
+   * `traceparent`, the ingest span's, is kept with a new event: the parent of its later spans.
    */
-  ingest(projectId: string, input: EventInput): Promise<IngestResult>;
+  ingest(projectId: string, input: EventInput, traceparent?: string): Promise<IngestResult>;
   /** Records an inbound message that will not be accepted; resolves once that record is durable. */
   reject(rejection: Rejection): Promise<void>;
 }
@@ -29,7 +30,7 @@ export interface BatchEventSink extends EventSink {
    * event's outcome in order. Rejects, storing nothing, when the sink takes no events at all now
    * (shutting down, overloaded, storage full, unknown project).
    */
-  ingestBatch(projectId: string, inputs: readonly EventInput[]): Promise<Array<PromiseSettledResult<IngestResult>>>;
+  ingestBatch(projectId: string, inputs: readonly EventInput[], traceparent?: string): Promise<Array<PromiseSettledResult<IngestResult>>>;
 }
 
 /**

@@ -24,7 +24,7 @@ describe('PUT and GET /v1/webhook', () => {
     const hookline = await startTestHookline();
     const put = await hookline.api('PUT', '/v1/webhook', { body: validConfig });
     expect(put.status).toBe(200);
-    expect(put.body).toEqual({ ...validConfig, disabledReason: null, headers: {}, filter: null, ordering: 'unordered', operationalUrl: null, maxConcurrency: null, rateLimitPerSecond: null, retrySchedule: null, circuit: { state: 'closed', consecutiveFailures: 0, openedAt: null, nextProbeAt: null }, createdAt: expect.stringMatching(ISO_WITH_OFFSET), updatedAt: expect.stringMatching(ISO_WITH_OFFSET) });
+    expect(put.body).toEqual({ ...validConfig, disabledReason: null, headers: {}, filter: null, ordering: 'unordered', operationalUrl: null, maxConcurrency: null, rateLimitPerSecond: null, retrySchedule: null, sendTraceparent: false, circuit: { state: 'closed', consecutiveFailures: 0, openedAt: null, nextProbeAt: null }, createdAt: expect.stringMatching(ISO_WITH_OFFSET), updatedAt: expect.stringMatching(ISO_WITH_OFFSET) });
     expect(await hookline.client.getWebhook()).toEqual(put.body);
 
     const { secret } = await hookline.client.getSecret();

@@ -21,6 +21,7 @@ const inputArb: fc.Arbitrary<ConfigureInput> = fc.record(
     maxConcurrency: fc.constantFrom(null, 1, 7),
     rateLimitPerSecond: fc.constantFrom(null, 1, 500),
     retrySchedule: fc.constantFrom(null, [0], [0, 1_000, 60_000]),
+    sendTraceparent: fc.boolean(),
   },
   { requiredKeys: ['callbackUrl', 'status', 'eventTypes'] },
 );
@@ -28,7 +29,7 @@ const inputArb: fc.Arbitrary<ConfigureInput> = fc.record(
 describe('webhook settings', () => {
   it('a record stored before issue 15 reads with every default', () => {
     const old: WebhookRecord = { callbackUrl: base.callbackUrl, state: 'active', eventTypes: base.eventTypes, createdAt: 1, updatedAt: 1, secrets: [], failingSince: null, disabledAt: null, disabledReason: null };
-    expect(withWebhookDefaults(old)).toEqual({ ...old, headers: {}, filter: null, ordering: 'unordered', operationalUrl: null, operationalSecret: null, maxConcurrency: null, rateLimitPerSecond: null, retrySchedule: null });
+    expect(withWebhookDefaults(old)).toEqual({ ...old, headers: {}, filter: null, ordering: 'unordered', operationalUrl: null, operationalSecret: null, maxConcurrency: null, rateLimitPerSecond: null, retrySchedule: null, sendTraceparent: false });
     expect(retryScheduleOf(withWebhookDefaults(old), [0, 5_000])).toEqual([0, 5_000]);
     expect(withWebhookDefaults(undefined)).toBeUndefined();
   });
@@ -49,6 +50,7 @@ describe('webhook settings', () => {
             maxConcurrency: input.maxConcurrency ?? null,
             rateLimitPerSecond: input.rateLimitPerSecond ?? null,
             retrySchedule: input.retrySchedule ?? null,
+            sendTraceparent: input.sendTraceparent ?? false,
           });
           expect(retryScheduleOf(webhook, [7])).toEqual(input.retrySchedule ?? [7]);
           expect(webhook.secrets).toEqual(before?.secrets ?? webhook.secrets);

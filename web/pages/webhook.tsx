@@ -24,6 +24,7 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
   const [maxConcurrencyText, setMaxConcurrencyText] = useState('');
   const [rateLimitText, setRateLimitText] = useState('');
   const [retryScheduleText, setRetryScheduleText] = useState('');
+  const [sendTraceparent, setSendTraceparent] = useState(false);
   const [saving, setSaving] = useState(false);
   const [saveResult, setSaveResult] = useState<Result>(null);
 
@@ -39,6 +40,7 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
     setMaxConcurrencyText(webhook.maxConcurrency === null ? '' : String(webhook.maxConcurrency));
     setRateLimitText(webhook.rateLimitPerSecond === null ? '' : String(webhook.rateLimitPerSecond));
     setRetryScheduleText(webhook.retrySchedule ?? '');
+    setSendTraceparent(webhook.sendTraceparent);
   };
 
   useEffect(() => {
@@ -66,7 +68,7 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
     setSaving(true);
     setSaveResult(null);
     try {
-      fill(await api.client.configureWebhook({ callbackUrl: callbackUrl.trim(), status, eventTypes, headers, filter, ordering, operationalUrl: operationalUrl.trim() || null, maxConcurrency, rateLimitPerSecond, retrySchedule: retryScheduleText.trim() || null }));
+      fill(await api.client.configureWebhook({ callbackUrl: callbackUrl.trim(), status, eventTypes, headers, filter, ordering, operationalUrl: operationalUrl.trim() || null, maxConcurrency, rateLimitPerSecond, retrySchedule: retryScheduleText.trim() || null, sendTraceparent }));
       setSaveResult({ kind: 'success', text: 'Saved. New events are delivered with this configuration.' });
     } catch (caught) {
       setSaveResult({ kind: 'error', text: describeError(caught) });
@@ -122,6 +124,8 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
             <dd>{config.rateLimitPerSecond === null ? 'none' : `${config.rateLimitPerSecond} per second`}</dd>
             <dt>Retry schedule</dt>
             <dd>{config.retrySchedule === null ? 'the node\'s schedule' : <code class="wrap">{config.retrySchedule}</code>}</dd>
+            <dt>Trace context</dt>
+            <dd>{config.sendTraceparent ? <>each attempt carries its <code>traceparent</code></> : 'not sent'}</dd>
             <dt>Operational events</dt>
             <dd>{config.operationalUrl === null ? 'not sent' : <code class="wrap">{config.operationalUrl}</code>}</dd>
             <dt>Created</dt>
@@ -186,6 +190,15 @@ export function WebhookPage({ api }: { api: DashboardApi }) {
               <textarea id="w-headers" rows={3} value={headersText} onInput={(event) => setHeadersText(event.currentTarget.value)} placeholder="X-Tenant: acme" spellcheck={false} aria-describedby="w-headers-hint" />
               <span id="w-headers-hint" class="hint">
                 One <code>Name: value</code> a line, sent with every delivery (at most 20; not covered by the signature).
+              </span>
+            </div>
+            <div class="field wide">
+              <label class="choice">
+                <input id="w-send-traceparent" type="checkbox" checked={sendTraceparent} onChange={(event) => setSendTraceparent(event.currentTarget.checked)} aria-describedby="w-send-traceparent-hint" />
+                Send <code>traceparent</code>
+              </label>
+              <span id="w-send-traceparent-hint" class="hint">
+                Each attempt carries the W3C <code>traceparent</code> of its span, so the receiver continues the trace (not covered by the signature). Only while the node exports traces (<code>OTEL_EXPORTER_OTLP_ENDPOINT</code>).
               </span>
             </div>
             <div class="field wide">

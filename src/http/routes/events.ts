@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify';
+import { traceIngest } from '../../tracing/ingest-trace.js';
+import { firstHeader } from '../../tracing/traceparent.js';
 import type { IngestResult } from '../../transport/types.js';
 import { HooklineError } from '../../errors.js';
 import { eventInputSchema, type EventInput } from '../../transport/event-input.js';
@@ -15,10 +17,19 @@ type BatchItem = EventBatchResponse['data'][number];
 
 export function registerEventRoutes(app: FastifyInstance, { engine, embedded }: HttpDeps, rateLimiter: ProjectRateLimiter): void {
   const { maxBodyBytes, maxBatchBodyBytes } = engine.settings;
+  // A batch is one ingest span, with its count of events.
+  const submitBatch = (projectId: string, inputs: EventInput[], parent: string | undefined) => {
+    const tracing = engine.tracing;
+    if (!tracing) return embedded.submitBatch(projectId, inputs);
+    return traceIngest(tracing, 'http', projectId, inputs.length, parent, (traceparent) => embedded.submitBatch(projectId, inputs, traceparent));
+  };
 
   app.post('/events', async (request, reply) => {
     const input = parseInput(eventInputSchema, request.body, 'body');
-    const { answer, duplicate } = await embedded.submit(request.projectId, input);
+    const tracing = engine.tracing;
+    const { answer, duplicate } = tracing
+      ? await traceIngest(tracing, 'http', request.projectId, 1, firstHeader(request.headers.traceparent), (traceparent) => embedded.submit(request.projectId, input, traceparent))
+      : await embedded.submit(request.projectId, input);
     return reply.status(duplicate ? 200 : 202).send(answer satisfies EventAcceptedResponse);
   });
 
@@ -47,7 +58,7 @@ export function registerEventRoutes(app: FastifyInstance, { engine, embedded }: 
         errors[index] = toHooklineError(error);
       }
     });
-    const outcomes = inputs.length > 0 ? await embedded.submitBatch(request.projectId, inputs) : [];
+    const outcomes = inputs.length > 0 ? await submitBatch(request.projectId, inputs, firstHeader(request.headers.traceparent)) : [];
 
     const data: BatchItem[] = new Array(events.length);
     outcomes.forEach((outcome, k) => {
