@@ -1,15 +1,6 @@
 #!/usr/bin/env node
-// `npm run nemesis:replicas`: lets Node load the nemesis's TypeScript (ts-hooks.mjs) and compares a kept run's stream replicas (replicas-main.ts).
-import { register } from 'node:module';
-import { ensureBuilt } from '../../scripts/build.mjs';
+// `npm run nemesis:replicas`: compares a kept run's stream replicas (replicas-main.ts); reads the
+// NATS stores only, so dist/ is not needed.
+import { launch } from './launch.mjs';
 
-try {
-  const { built } = ensureBuilt();
-  if (built) console.error('nemesis: dist/ was stale and is rebuilt');
-} catch (error) {
-  console.error(error instanceof Error ? error.message : error);
-  process.exit(2);
-}
-process.setSourceMapsEnabled(true);
-register('./ts-hooks.mjs', import.meta.url);
-await import('./replicas-main.ts');
+await launch('./replicas-main.ts', { needsDist: false });

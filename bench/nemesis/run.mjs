@@ -1,16 +1,5 @@
 #!/usr/bin/env node
-// `npm run nemesis`: builds dist/ when it is stale (the nodes run dist/cli/main.js), lets Node load
-// the nemesis's TypeScript (ts-hooks.mjs), and runs main.ts with the arguments given.
-import { register } from 'node:module';
-import { ensureBuilt } from '../../scripts/build.mjs';
+// `npm run nemesis`: builds dist/ when it is stale, then runs main.ts with the arguments given.
+import { launch } from './launch.mjs';
 
-try {
-  const { built } = ensureBuilt();
-  if (built) console.error('nemesis: dist/ was stale and is rebuilt');
-} catch (error) {
-  console.error(error instanceof Error ? error.message : error);
-  process.exit(2);
-}
-process.setSourceMapsEnabled(true);
-register('./ts-hooks.mjs', import.meta.url);
-await import('./main.ts');
+await launch('./main.ts', { needsDist: true });
