@@ -80,7 +80,7 @@ describe('validation messages list the allowed values', () => {
     const answer = await hookline.api('PUT', '/v1/webhook', { body: { callbackURL: 'http://127.0.0.1:1/', status: 'active', eventTypes: ['service.trigger.event'] } });
     expect(detailMessages(answer)).toEqual({
       'body.callbackUrl': 'required, an absolute http or https URL',
-      body: 'unknown key "callbackURL" (did you mean "callbackUrl"?): the webhook configuration may hold only callbackUrl, status, eventTypes, headers, filter, ordering, operationalUrl, maxConcurrency, rateLimitPerSecond, retrySchedule',
+      body: 'unknown key "callbackURL" (did you mean "callbackUrl"?): the webhook configuration may hold only callbackUrl, status, eventTypes, headers, filter, ordering, operationalUrl, maxConcurrency, rateLimitPerSecond, retrySchedule, sendTraceparent',
     });
     const typo = await hookline.api('POST', '/v1/events', { body: { type: 'service.trigger.event', data: {}, metdata: {} } });
     expect(detailMessages(typo)['body']).toBe('unknown key "metdata" (did you mean "metadata"?): an event may hold only id, type, data, metadata, timestamp');
