@@ -72,7 +72,7 @@ export interface Compaction {
  */
 const CHUNKS_APPLYING = 4;
 
-/** A batch's header naming its writer and the batch: `<writer id>.<batch number>`. */
+/** A batch's header naming its writer and the batch: `<writer id>.<process>.<batch number>`. */
 const BATCH_HEADER = 'Hookline-Batch';
 
 /**
@@ -136,6 +136,11 @@ export class PartitionChangelog {
   private readonly due = new Set<PartitionLog>();
   /** Batches this writer has published (the number in each one's BATCH_HEADER). */
   private batchesPublished = 0;
+  /**
+   * This process's part of a batch's id: a node restarted under its id numbers its batches from 1
+   * again, and a late batch of its previous process must not pass for one of this process's.
+   */
+  private readonly incarnation = randomUUID().slice(0, 8);
 
   constructor(
     private readonly connection: NatsConnection,
@@ -286,7 +291,7 @@ export class PartitionChangelog {
   private async publishBatch(log: PartitionLog, data: Buffer): Promise<void> {
     const subject = log.subject;
     const expected = log.lastSequence;
-    const batchId = `${this.writer.id}.${++this.batchesPublished}`;
+    const batchId = `${this.writer.id}.${this.incarnation}.${++this.batchesPublished}`;
     const headers = natsHeaders();
     headers.set(BATCH_HEADER, batchId);
     try {
