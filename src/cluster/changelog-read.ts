@@ -48,6 +48,22 @@ export interface PartitionRead {
  */
 const READ_BYTES_IN_FLIGHT = 8 * 1024 * 1024;
 
+/**
+ * How long a read that has not reached the sequence it must may go without a message before it
+ * fails (the takeover then backs off and tries again, with a new consumer).
+ */
+const READ_STALL_MS = 10_000;
+
+/** A visitor of batch messages that keeps `state` (the last batch, the entries after the snapshot). */
+function batchReader(state: PartitionRead, visit: (change: ChangelogRecord) => void): (message: JsMsg) => number {
+  return (message) => {
+    const entries = visitBatch(message.data, visit);
+    state.entriesAfterSnapshot += entries;
+    state.lastBatch = message.seq;
+    return entries;
+  };
+}
+
 /** Reads a partition's changelog back: its last snapshot marker, and its entries in the order they lie over each other. */
 export class ChangelogReader {
   constructor(
@@ -74,12 +90,7 @@ export class ChangelogReader {
   async walk(partition: number, visit: (change: ChangelogRecord) => void, between: () => Promise<unknown>): Promise<PartitionRead> {
     const marker = await this.lastMarker(partition);
     const state: PartitionRead = { lastBatch: marker?.marker.covers ?? 0, entriesAfterSnapshot: 0, snapshotEntries: 0, marker };
-    const batch = (message: JsMsg): number => {
-      const entries = visitBatch(message.data, visit);
-      state.entriesAfterSnapshot += entries;
-      state.lastBatch = message.seq;
-      return entries;
-    };
+    const batch = batchReader(state, visit);
     if (!marker) {
       // Every message of the partition: batches, and records in the format of earlier versions.
       await this.readMessages(`${this.subjectPrefix}.${partition}.>`, 1, Number.POSITIVE_INFINITY, (message) => {
@@ -93,15 +104,35 @@ export class ChangelogReader {
       }, between);
     } else {
       if (marker.marker.to > 0) {
+        // Read through its last message: the marker, read from the stream's leader, names it.
         await this.readMessages(this.subjectOf(partition, SNAPSHOT_TOKEN), marker.marker.from, marker.marker.to, (message) => {
           const entries = visitBatch(message.data, visit);
           state.snapshotEntries += entries;
           return entries;
-        }, between);
+        }, between, marker.marker.to);
       }
       await this.readMessages(this.subjectOf(partition, LOG_TOKEN), marker.marker.covers + 1, Number.POSITIVE_INFINITY, batch, between);
     }
     return state;
+  }
+
+  /**
+   * Reads on from where `state` stands through the batch at `upTo` (a sequence the stream's leader
+   * gave), handing `visit` their entries; fails when the read does not get there (READ_STALL_MS).
+   */
+  async readBatchesThrough(partition: number, state: PartitionRead, upTo: number, visit: (change: ChangelogRecord) => void, between: () => Promise<unknown>): Promise<void> {
+    if (upTo <= state.lastBatch) return;
+    await this.readMessages(this.subjectOf(partition, LOG_TOKEN), state.lastBatch + 1, Number.POSITIVE_INFINITY, batchReader(state, visit), between, upTo);
+  }
+
+  /**
+   * Sequence of the partition's last batch (0: none), as the stream's leader answers it (a message
+   * get is answered by the leader; a consumer may be served by a replica that is behind).
+   */
+  async lastBatchSequence(partition: number): Promise<number> {
+    const jsm = await this.jsm();
+    const message = await retrying(`reading partition ${partition}'s last batch`, () => jsm.streams.getMessage(this.stream, { last_by_subj: this.subjectOf(partition, LOG_TOKEN) }), undefined);
+    return message?.seq ?? 0;
   }
 
   /**
@@ -110,33 +141,55 @@ export class ChangelogReader {
    * A read from a start sequence through a subject wildcard was seen (NATS 2.9) to count a message
    * still pending at the partition's last one, and to wait for it for ever: only single subjects are
    * read from a start sequence.
+   *
+   * The read ends once the consumer has nothing pending, and not before it has met sequence `reach`:
+   * the consumer's count is its replica's, and a replica may be behind the stream's leader (a
+   * server cut off from its peers, just back); the read waits for it to catch up, and fails after
+   * READ_STALL_MS without a message.
    */
-  private async readMessages(filter: string, from: number, to: number, visit: (message: JsMsg) => number, between: () => Promise<unknown>): Promise<void> {
+  private async readMessages(filter: string, from: number, to: number, visit: (message: JsMsg) => number, between: () => Promise<unknown>, reach = 0): Promise<void> {
     // Nothing read yet: retried on what an election answers, as the snapshot marker's read is.
     const { consumer, pending } = await retrying(`reading the changelog's ${filter}`, async () => {
       const made = await this.js.consumers.get(this.stream, { filter_subjects: filter, ...(from > 1 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from } : { deliver_policy: DeliverPolicy.All }) });
       return { consumer: made, pending: (await made.info()).num_pending };
     }, undefined);
-    if (pending === 0) return;
+    if (pending === 0 && reach < from) return;
     const messages = await consumer.consume({ max_messages: Math.max(2, Math.floor(READ_BYTES_IN_FLIGHT / this.maxPayload())) });
+    let lastSeen = from - 1;
+    let stalled = false;
+    let stall: NodeJS.Timeout | undefined;
+    const watch = (): void => {
+      clearTimeout(stall);
+      stall = setTimeout(() => {
+        stalled = true;
+        messages.stop();
+      }, READ_STALL_MS);
+    };
     // Stopped however the read ends: an ordered consumer left running recreates itself on the
     // server each time its heartbeats go missing.
     try {
+      watch();
       // The messages of a pull (up to 8 MB) come in one turn of the event loop: the read yields
       // after every RECORDS_PER_TURN records (a restore's longest stall in bench:changelog fell from
       // 240-290 ms to about 140).
       let recordsThisTurn = 0;
       for await (const message of messages) {
         if (message.seq > to) break;
+        watch();
+        lastSeen = message.seq;
         recordsThisTurn += visit(message);
-        if (message.info.pending === 0 || message.seq === to) break;
+        if ((message.info.pending === 0 && message.seq >= reach) || message.seq === to) break;
         if (recordsThisTurn >= RECORDS_PER_TURN) {
           recordsThisTurn = 0;
           await between();
         }
       }
     } finally {
+      clearTimeout(stall);
       messages.stop();
+    }
+    if (lastSeen < reach) {
+      throw new Error(`reading the changelog's ${filter}: the read ${stalled ? `stalled for ${READ_STALL_MS / 1000} s` : 'ended'} at sequence ${lastSeen}, short of ${reach}, which the stream's leader holds (its replica serving the read is behind)`);
     }
   }
 

@@ -33,7 +33,9 @@ import { PUBLISH_TRIES, publishSnapshot } from './changelog-snapshot.js';
  * Fencing: a batch is conditional on the partition subject's last sequence as this node last saw
  * it (JetStream's expected-last-subject-sequence): a batch that a node cut off from NATS issued
  * while it held the lease, and that reaches the server only after another node took over and
- * appended, is refused instead of putting older versions after newer ones.
+ * appended, is refused instead of putting older versions after newer ones. A holder's restore ends
+ * with a batch of its own (`fence`), so that the previous owner's batches are refused from then on
+ * even before the new owner's first append.
  *
  * A delivery is appended whole once (ingest, replay), then as its steps (`steps`: what each commit
  * added, keyed by the index of its first transition), so that a step costs neither a read of the
@@ -83,6 +85,20 @@ export interface ChangelogWriter {
   id: string;
   /** Asked of the lease bucket, not the local clock: a node cut off from NATS trusts its clock too long. */
   holdsPartition(partition: number): Promise<boolean>;
+}
+
+/**
+ * The one entry of a fence, the batch that ends a holder's restore: its kind token is none a reader
+ * knows (this version's or an earlier one's), so every restore skips it.
+ */
+const FENCE_BATCH = pack(['fence', '', {}]);
+
+/** How many times a restore tries to fence the batches it read (each refusal reads on first). */
+const FENCE_TRIES = 5;
+
+/** How a restore is made: `fence` by the node that holds the partition's lease and appends to it next. */
+export interface RestoreOptions {
+  fence?: boolean;
 }
 
 /** A writer that is never confirmed as the holder: it appends only over its own batches. */
@@ -291,9 +307,7 @@ export class PartitionChangelog {
   private async publishBatch(log: PartitionLog, data: Buffer): Promise<void> {
     const subject = log.subject;
     const expected = log.lastSequence;
-    const batchId = `${this.writer.id}.${this.incarnation}.${++this.batchesPublished}`;
-    const headers = natsHeaders();
-    headers.set(BATCH_HEADER, batchId);
+    const { batchId, headers } = this.nextBatch();
     try {
       // Retried on a timeout: a replicated stream electing a new leader answers nothing for a moment.
       // A retry of a batch that was stored after all finds the subject written, and is handled below.
@@ -312,14 +326,45 @@ export class PartitionChangelog {
   }
 
 
+  /** The next batch's id and its headers. */
+  private nextBatch(): { batchId: string; headers: ReturnType<typeof natsHeaders> } {
+    const batchId = `${this.writer.id}.${this.incarnation}.${++this.batchesPublished}`;
+    const headers = natsHeaders();
+    headers.set(BATCH_HEADER, batchId);
+    return { batchId, headers };
+  }
+
+  /**
+   * Ends a holder's restore with a batch of its own, conditional on the last batch the read met.
+   * From then on a previous owner's late batch (conditional on an earlier one) is refused and its
+   * write never acknowledged. Before, one stored between the read and this node's first append
+   * stayed in the stream, yet was never restored here; nor were the batches a replica behind the
+   * stream's leader had not yet when it served the read (docs/nemesis.md, finding 8). So the read
+   * first goes on through the last batch the leader holds, and again after each refusal.
+   */
+  private async fence(partition: number, state: PartitionRead, visit: (change: ChangelogRecord) => void, between: () => Promise<unknown>): Promise<void> {
+    for (let tries = 1; ; tries++) {
+      await this.reader.readBatchesThrough(partition, state, await this.reader.lastBatchSequence(partition), visit, between);
+      try {
+        const { headers } = this.nextBatch();
+        state.lastBatch = (await this.js.publish(this.reader.subjectOf(partition, LOG_TOKEN), FENCE_BATCH, { headers, retries: PUBLISH_TRIES, expect: { lastSubjectSequence: state.lastBatch } })).seq;
+        state.entriesAfterSnapshot += 1;
+        return;
+      } catch (error) {
+        // Written since (or this fence stored, its answer lost): read on and fence again.
+        if (!isWrongLastSequence(error) || tries >= FENCE_TRIES) throw error;
+      }
+    }
+  }
+
   /**
    * Every record of the partition, latest version each, handed to `apply`; resolves with their
    * count once every `apply` has. The applies run together, so the store commits them in a few
    * transactions rather than one each.
    */
-  async restore(partition: number, apply: (change: RestoredChange) => Promise<void> | void): Promise<number> {
+  async restore(partition: number, apply: (change: RestoredChange) => Promise<void> | void, options: RestoreOptions = {}): Promise<number> {
     this.forget(partition);
-    const state = await this.read(partition);
+    const state = await this.read(partition, options);
     const records = withoutTakenBack(await withSteps(state.latest.values()));
     await Promise.all(records.map((change) => apply(change)));
     this.restored(partition, state);
@@ -333,7 +378,7 @@ export class PartitionChangelog {
    * of each (the store's `ChangelogRestore`). Up to CHUNKS_APPLYING chunks are applied while the next is read. Resolves
    * with the entries' count once every chunk is applied.
    */
-  async restoreInto(partition: number, apply: (entries: ChangelogRecord[]) => Promise<void>): Promise<number> {
+  async restoreInto(partition: number, apply: (entries: ChangelogRecord[]) => Promise<void>, options: RestoreOptions = {}): Promise<number> {
     this.forget(partition);
     let chunk: ChangelogRecord[] = [];
     let count = 0;
@@ -348,10 +393,12 @@ export class PartitionChangelog {
       applying.push(applied);
       chunk = [];
     };
-    const state = await this.reader.walk(partition, (change) => {
+    const visit = (change: ChangelogRecord): void => {
       chunk.push(change);
       count++;
-    }, handOn);
+    };
+    const state = await this.reader.walk(partition, visit, handOn);
+    if (options.fence) await this.fence(partition, state, visit, handOn);
     await handOn();
     for (const applied of applying) await applied;
     this.restored(partition, state);
@@ -371,9 +418,11 @@ export class PartitionChangelog {
   /**
    * The partition's records from its last snapshot and the batches after it.
    */
-  private async read(partition: number): Promise<PartitionState> {
+  private async read(partition: number, options: RestoreOptions): Promise<PartitionState> {
     const latest = new Map<string, ChangelogRecord>();
-    const state = await this.reader.walk(partition, (change) => latest.set(recordKey(change), change), nextTurn);
+    const visit = (change: ChangelogRecord): void => void latest.set(recordKey(change), change);
+    const state = await this.reader.walk(partition, visit, nextTurn);
+    if (options.fence) await this.fence(partition, state, visit, nextTurn);
     return { ...state, latest };
   }
 

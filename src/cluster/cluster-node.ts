@@ -15,7 +15,7 @@ import { maskedNatsUrl, natsAccess } from '../transport/nats-access.js';
 import { natsSchemeWarnings } from '../transport/nats-seeds.js';
 import { connectNats } from '../transport/nats-connection.js';
 import { natsStartError } from '../transport/nats-start-error.js';
-import { ensureKv, reachJetStream, retrying } from '../transport/nats-streams.js';
+import { consumerInfo, deleteConsumer, ensureKv, reachJetStream, retrying } from '../transport/nats-streams.js';
 import { verdictSubjectPrefix } from '../transport/verdict.js';
 import type { EventSink } from '../transport/types.js';
 import { PartitionChangelog, type ChangelogRecord } from './changelog.js';
@@ -329,7 +329,8 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
     const started = Date.now();
     // Laid into LMDB as it is read, in slices between serving: the partition is never held in memory.
     const restoring = this.engine.restoring(partition);
-    const restored = await this.changelog.restoreInto(partition, (entries) => restoring.apply(entries));
+    // Fenced: a previous owner's late batch is refused from here on, never stored unread.
+    const restored = await this.changelog.restoreInto(partition, (entries) => restoring.apply(entries), { fence: true });
     const keptOwn = await restoring.finish();
     const owns = (projectId: string) => this.partitionOf(projectId) === partition;
     // Served from here on: until now the API forwarded the partition's calls (to no one: 503).
@@ -369,18 +370,23 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
   private async takeOverConsumer(partition: number, durable: string): Promise<void> {
     const manager = this.manager;
     const stream = this.settings.natsStream;
-    const info = await manager.consumers.info(stream, durable).catch(() => null);
+    // Each step retried on what a NATS server's death or a leader election answers (a timeout): given
+    // up at once, the takeover failed and the partition waited out a backoff, again and again while
+    // the cluster recovered (docs/nemesis.md, finding 6).
+    const info = await retrying(`reading consumer ${durable}`, () => consumerInfo(manager, stream, durable), this.logger);
     if (!info || info.num_ack_pending === 0) return;
-    await manager.consumers.delete(stream, durable);
-    await manager.consumers.add(stream, {
-      durable_name: durable,
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: info.ack_floor.stream_seq + 1,
-      filter_subject: `${this.settings.natsSubjectPrefix}.${partition}.>`,
-      max_ack_pending: partitionFlowControl(this.cluster.partitions).maxAckPending,
-      ack_wait: info.config.ack_wait,
-    });
+    await retrying(`restarting consumer ${durable} past its ack floor`, async () => {
+      await deleteConsumer(manager, stream, durable);
+      await manager.consumers.add(stream, {
+        durable_name: durable,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.StartSequence,
+        opt_start_seq: info.ack_floor.stream_seq + 1,
+        filter_subject: `${this.settings.natsSubjectPrefix}.${partition}.>`,
+        max_ack_pending: partitionFlowControl(this.cluster.partitions).maxAckPending,
+        ack_wait: info.config.ack_wait,
+      });
+    }, this.logger);
     this.logger.info({ partition, unacknowledged: info.num_ack_pending, from: info.ack_floor.stream_seq + 1 }, 'partition consumer restarted past its ack floor');
   }
 

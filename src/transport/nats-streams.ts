@@ -1,5 +1,5 @@
 import { jetstreamManager } from '@nats-io/jetstream';
-import type { ConsumerConfig, JetStreamManager, StreamConfig, StreamInfo } from '@nats-io/jetstream';
+import type { ConsumerConfig, ConsumerInfo, JetStreamManager, StreamConfig, StreamInfo } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -157,6 +157,21 @@ export function kvKeyLister(manager: JetStreamManager, bucket: string): (filter:
   };
 }
 
+/** The consumer's info, or null when the stream has no such consumer (any other failure throws). */
+export function consumerInfo(manager: JetStreamManager, stream: string, name: string): Promise<ConsumerInfo | null> {
+  return manager.consumers.info(stream, name).catch((error: unknown) => {
+    if (isNotFound(error)) return null;
+    throw error;
+  });
+}
+
+/** Deletes the consumer; one already gone (a retry whose first answer was lost) is no failure. */
+export async function deleteConsumer(manager: JetStreamManager, stream: string, name: string): Promise<void> {
+  await manager.consumers.delete(stream, name).catch((error: unknown) => {
+    if (!isNotFound(error)) throw error;
+  });
+}
+
 /**
  * The durable consumer, created with `config` when absent. An existing one is used as it is, but
  * for the fields of `enforced` (a cluster node's partition consumers hold fewer unacknowledged
@@ -164,10 +179,7 @@ export function kvKeyLister(manager: JetStreamManager, bucket: string): (filter:
  */
 export async function ensureConsumer(manager: JetStreamManager, stream: string, config: Partial<ConsumerConfig> & { durable_name: string }, log?: SetupLog, enforced: Partial<ConsumerConfig> = {}): Promise<void> {
   await retrying(`creating consumer ${config.durable_name} on ${stream}`, async () => {
-    const existing = await manager.consumers.info(stream, config.durable_name).catch((error: unknown) => {
-      if (isNotFound(error)) return null;
-      throw error;
-    });
+    const existing = await consumerInfo(manager, stream, config.durable_name);
     if (!existing) await manager.consumers.add(stream, config);
     else if (Object.entries(enforced).some(([field, value]) => existing.config[field as keyof ConsumerConfig] !== value)) {
       await manager.consumers.update(stream, config.durable_name, enforced);

@@ -295,6 +295,27 @@ describe('partition changelog', () => {
     expect((await restored(new PartitionChangelog(nc, stream, prefix), 1)).get('dlv_x')!.record).toMatchObject({ status: 'retrying', attempts: 3 });
   });
 
+  it('fences a holder\'s restore: the previous owner\'s next batch is refused before the holder has appended anything', async () => {
+    const { changelog: old, stream, prefix } = await changelogHolding(1, { id: 'node-old', holdsPartition: async () => false });
+    await old.append(1, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_before', 2, 'delivering') }, held);
+
+    const holder = new PartitionChangelog(nc, stream, prefix, undefined, confirmedHolder('node-new'));
+    const read = new Map<string, RestoredChange>();
+    await holder.restore(1, (change) => void read.set(change.kind === 'webhook' ? change.projectId : change.record.id, change), { fence: true });
+    expect([...read.keys()]).toEqual(['dlv_before']);
+
+    // Its clock says it holds the partition (cut off from NATS, say), and its batch is conditional
+    // on its own last one, which was the subject's last until the holder's fence: without the fence
+    // it was stored, and the holder, which had read the partition already, never saw it (finding 8).
+    await expect(old.append(1, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_late', 1, 'pending') }, held)).rejects.toThrow(/wrong last sequence/);
+    await holder.append(1, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_before', 4, 'succeeded') }, held);
+    const records = await restored(new PartitionChangelog(nc, stream, prefix), 1);
+    expect([...records.keys()]).toEqual(['dlv_before']);
+    expect(records.get('dlv_before')!.record).toMatchObject({ status: 'succeeded' });
+    // The fence is a batch a restore skips: the next restore into LMDB gives what the in-memory one does.
+    expect([...(await restoredIntoStore(new PartitionChangelog(nc, stream, prefix), 1)).keys()]).toEqual(['dlv_before']);
+  });
+
   it('lays the holder\'s batch after a previous owner\'s late one, when the lease bucket confirms the holder', async () => {
     const { stream, prefix } = names();
     const holder = new PartitionChangelog(nc, stream, prefix, undefined, confirmedHolder('node-new'));
