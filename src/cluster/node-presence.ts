@@ -135,7 +135,10 @@ export class NodePresence {
       // A write of ours whose answer was lost (it timed out while NATS was slow or electing, and was
       // stored all the same) moved the revision: the entry still names this process, so nobody took
       // the id over. Taken for superseded, it stopped every node of a loaded nemesis run (finding 9).
-      const entry = await this.options.kv.get(this.key).catch(() => null);
+      // A read that fails says nothing: NATS cut off, after the lost answer, is the usual case, and
+      // taken for an entry gone it stopped a node for good in a seed-5 run after finding 9's fix.
+      const entry = await this.options.kv.get(this.key).catch(() => undefined);
+      if (entry === undefined) return 'unknown';
       if (!entry || entry.operation !== 'PUT' || entry.value.length === 0) return 'superseded';
       if ((JSON.parse(decoder.decode(entry.value)) as PresenceRecord).incarnation !== this.incarnation) return 'superseded';
       this.revision = entry.revision;

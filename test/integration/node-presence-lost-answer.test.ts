@@ -23,13 +23,28 @@ describe('node presence after a write whose answer was lost', () => {
   it('keeps the node id when the entry still names this process, and gives it up only to another process', async () => {
     bucket = await testLeaseBucket('HL_TEST_presence');
     const { kv } = bucket;
-    const presence = new NodePresence({ kv, nodeId: 'n1', leaseMs: 2_000 });
+    // The real bucket, whose reads fail while `unreachable` (NATS out of the node's reach).
+    let unreachable = false;
+    const seenByNode = new Proxy(kv, {
+      get: (target, name, receiver) => (name === 'get' && unreachable ? () => Promise.reject(new Error('TIMEOUT')) : Reflect.get(target, name, receiver)),
+    });
+    const presence = new NodePresence({ kv: seenByNode, nodeId: 'n1', leaseMs: 2_000 });
     await presence.claim();
     expect(await presence.refresh()).toBe('kept');
 
     // Stored, its answer never read: the entry as this process wrote it, at a revision it does not know.
     const own = (await kv.get(presenceKey('n1')))!;
     await kv.update(presenceKey('n1'), own.value, own.revision);
+    expect(await presence.refresh()).not.toBe('superseded');
+    expect(await presence.refresh()).toBe('kept');
+
+    // Another lost answer, and NATS out of reach when the node reads the entry back: the read's
+    // failure says nothing of who holds the id (taken for "no entry", it stopped node-1 for good).
+    const again = (await kv.get(presenceKey('n1')))!;
+    await kv.update(presenceKey('n1'), again.value, again.revision);
+    unreachable = true;
+    expect(await presence.refresh()).toBe('unknown');
+    unreachable = false;
     expect(await presence.refresh()).not.toBe('superseded');
     expect(await presence.refresh()).toBe('kept');
 
