@@ -9,12 +9,12 @@ import { ensureBuilt } from '../helpers/child-node.js';
 /**
  * CI's short seed of `npm run nemesis` (docs/nemesis.md): three nodes on a three-server NATS
  * cluster, 20 s of load under the faults of seed 1, then the checks. It must leave a whole report,
- * which stays in test-artifacts/nemesis/seed-1. That every check held is asserted only with
- * HOOKLINE_NEMESIS_STRICT=1 until findings 6 and 8 of docs/nemesis.md ("Findings", issue 36) are
- * fixed: the seed fails some runs on them. Then the report's violations are the message, each a
- * finding about Hookline (the seed's reproduction command, printed by the run, reproduces it).
+ * which stays in test-artifacts/nemesis/seed-1, and every check must hold: the report's violations
+ * are then the message, each a finding about Hookline (the seed's reproduction command, printed by
+ * the run, reproduces it). HOOKLINE_NEMESIS_STRICT=0 asks only for a whole report (an exit 1 with
+ * its violations in it), to look at a finding without failing the suite on it.
  */
-const STRICT = process.env.HOOKLINE_NEMESIS_STRICT === '1';
+const STRICT = process.env.HOOKLINE_NEMESIS_STRICT !== '0';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SEED = 1;
