@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { AckPolicy, DeliverPolicy } from '@nats-io/jetstream';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Engine } from '../actors/engine.js';
@@ -10,17 +9,15 @@ import { partitionOf } from '../sdk/partition.js';
 import type { DeliveryRecord, ProjectRecord } from '../store/records.js';
 import { readPartitionRecords } from '../store/partition-records.js';
 import type { StoreReplicator } from '../store/store.js';
-import { NatsTransport } from '../transport/nats.js';
+import type { NatsTransport } from '../transport/nats.js';
 import { maskedNatsUrl, natsAccess } from '../transport/nats-access.js';
 import { natsSchemeWarnings } from '../transport/nats-seeds.js';
 import { connectNats } from '../transport/nats-connection.js';
 import { natsStartError } from '../transport/nats-start-error.js';
-import { consumerInfo, deleteConsumer, ensureKv, reachJetStream, retrying } from '../transport/nats-streams.js';
-import { verdictSubjectPrefix } from '../transport/verdict.js';
+import { ensureKv, reachJetStream } from '../transport/nats-streams.js';
 import type { EventSink } from '../transport/types.js';
 import { PartitionChangelog, type ChangelogRecord } from './changelog.js';
 import { ClusterCoordinator } from './coordinator.js';
-import { partitionFlowControl } from './flow-control.js';
 import { directoryBucket } from './key-directory.js';
 import { DirectoryMirror } from './directory-mirror.js';
 import type { KV } from '@nats-io/kv';
@@ -28,6 +25,7 @@ import type { PartitionHost } from './coordinator.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import type { ForwardedReply, ForwardedRequest } from './rpc.js';
 import { untilEveryPartitionOwned } from './ownership-gate.js';
+import { openPartitionConsumer } from './partition-consumer.js';
 import { PartitionRpc } from './rpc.js';
 import { UnpartitionedEvents } from './unpartitioned-events.js';
 
@@ -338,56 +336,9 @@ export class ClusterNode implements PartitionHost, StoreReplicator {
     this.logger.info({ partition, restored, keptOwn, ms: Date.now() - started }, 'partition restored from the changelog');
     this.engine.resumeProjects(owns);
     this.rpc.serve(partition);
-    const durable = `${this.settings.natsDurable}-p${partition}`;
-    await this.takeOverConsumer(partition, durable);
-    // The node's own connection: one socket carries every partition's pulls and acks (a connection
-    // each meant a socket, its pings and its reads per partition).
-    const consumer = new NatsTransport({
-      servers: this.settings.natsUrl!,
-      connection: this.connection,
-      manager: this.manager,
-      replicas: this.settings.natsReplicas,
-      stream: this.settings.natsStream,
-      subjectPrefix: `${this.settings.natsSubjectPrefix}.${partition}`,
-      durable,
-      streamSubjects: [`${this.settings.natsSubjectPrefix}.>`],
-      verdictPrefix: verdictSubjectPrefix(this.settings.natsSubjectPrefix),
-      logger: this.logger,
-      tracing: this.engine.tracing,
-      ...partitionFlowControl(this.cluster.partitions),
-    });
+    const consumer = await openPartitionConsumer({ settings: this.settings, connection: this.connection, manager: this.manager, partitions: this.cluster.partitions, logger: this.logger, tracing: this.engine.tracing }, partition);
     this.consumers.set(partition, consumer);
     await consumer.start(this.partitionSink(partition));
-  }
-
-  /**
-   * Messages the previous owner was handed but never acknowledged (in its buffer or on the wire when
-   * it stopped consuming, or when it died) would come back only after `ack_wait` (30 s). So the new
-   * owner restarts the partition's durable consumer just past its ack floor: they come at once.
-   * Messages past the floor that were acknowledged already come again too, and the store's event-id
-   * de-duplication answers them as repeats (their events were replicated before the ack).
-   */
-  private async takeOverConsumer(partition: number, durable: string): Promise<void> {
-    const manager = this.manager;
-    const stream = this.settings.natsStream;
-    // Each step retried on what a NATS server's death or a leader election answers (a timeout): given
-    // up at once, the takeover failed and the partition waited out a backoff, again and again while
-    // the cluster recovered (docs/nemesis.md, finding 6).
-    const info = await retrying(`reading consumer ${durable}`, () => consumerInfo(manager, stream, durable), this.logger);
-    if (!info || info.num_ack_pending === 0) return;
-    await retrying(`restarting consumer ${durable} past its ack floor`, async () => {
-      await deleteConsumer(manager, stream, durable);
-      await manager.consumers.add(stream, {
-        durable_name: durable,
-        ack_policy: AckPolicy.Explicit,
-        deliver_policy: DeliverPolicy.StartSequence,
-        opt_start_seq: info.ack_floor.stream_seq + 1,
-        filter_subject: `${this.settings.natsSubjectPrefix}.${partition}.>`,
-        max_ack_pending: partitionFlowControl(this.cluster.partitions).maxAckPending,
-        ack_wait: info.config.ack_wait,
-      });
-    }, this.logger);
-    this.logger.info({ partition, unacknowledged: info.num_ack_pending, from: info.ack_floor.stream_seq + 1 }, 'partition consumer restarted past its ack floor');
   }
 
   /**
