@@ -88,7 +88,7 @@ async function start(): Promise<void> {
     const kv = await ensureKv(connection, manager, data.bucket, data.replicas, logger);
     leases = new PartitionLeases(kv, kvKeyLister(manager, data.bucket), data.nodeId, data.leaseMs);
     // Before anything is written under the node id: a live node with the same id refuses this start.
-    presence = new NodePresence({ kv, nodeId: data.nodeId, leaseMs: data.leaseMs });
+    presence = new NodePresence({ kv, nodeId: data.nodeId, leaseMs: data.leaseMs, log: logger });
     await presence.claim();
     renewal = new LeaseRenewal({
       leases,

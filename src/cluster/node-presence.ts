@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { KV } from '@nats-io/kv';
 import { HooklineError } from '../errors.js';
+import { retrying, type SetupLog } from '../transport/nats-streams.js';
 
 /**
  * Which process runs as a node id: the entry `presence.<nodeId>` of the leases bucket, written by
@@ -49,6 +50,8 @@ export interface NodePresenceOptions {
   pollMs?: number;
   now?: () => number;
   sleep?: (ms: number) => Promise<void>;
+  /** Where a claim's retries are reported. */
+  log?: SetupLog;
 }
 
 export class NodePresence {
@@ -77,7 +80,13 @@ export class NodePresence {
    * within the lease time.
    * @throws {HooklineError} `HOOKLINE_ERR_NODE_ID_IN_USE` when that process writes it again: it is alive
    */
-  async claim(): Promise<void> {
+  claim(): Promise<void> {
+    // Retried as the setup steps before it: a node started again while its NATS server was cut off
+    // from its peers met "jetstream is not enabled" on the entry's read, and exited (nemesis, seed 1).
+    return retrying(`claiming HOOKLINE_NODE_ID=${this.options.nodeId}`, () => this.claimOnce(), this.options.log);
+  }
+
+  private async claimOnce(): Promise<void> {
     const { kv, leaseMs } = this.options;
     const pollMs = this.options.pollMs ?? Math.max(50, Math.floor(leaseMs / 4));
     for (;;) {
@@ -87,6 +96,11 @@ export class NodePresence {
         continue;
       }
       const other = JSON.parse(decoder.decode(entry.value)) as PresenceRecord;
+      // This process's own write, whose answer was lost before the claim was tried again.
+      if (other.incarnation === this.incarnation) {
+        this.revision = entry.revision;
+        return;
+      }
       // Written within the lease time (by its clock): watch it for one lease time (by ours).
       if (this.now() - other.heartbeatAt <= leaseMs) {
         const watchUntil = this.now() + leaseMs;

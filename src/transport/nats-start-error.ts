@@ -1,6 +1,7 @@
 import { HooklineError, isHooklineError } from '../errors.js';
 import { maskedNatsUrl, natsAuthMode } from './nats-access.js';
 import type { NatsAccess } from './nats-access.js';
+import { SETUP_DEADLINE_MS } from './nats-streams.js';
 
 /**
  * How long the first connection to NATS may take. A NATS server greets a client at once, so a
@@ -97,6 +98,9 @@ export function natsStartError(target: NatsAccess | string | readonly string[], 
     line = access.natsTlsCert
       ? `HOOKLINE_NATS_TLS_CERT=${access.natsTlsCert}: the TLS handshake failed (${said}); check that the server trusts the CA of this client certificate`
       : `${url}: the TLS handshake failed (${said}); if the server asks for a client certificate, set HOOKLINE_NATS_TLS_CERT and HOOKLINE_NATS_TLS_KEY`;
+  } else if (text.includes('still failing after') && text.includes('jetstream is not enabled')) {
+    // The server greeted as one with JetStream (`reachJetStream`), yet nobody answered its API.
+    line = `${url}: nothing answered the JetStream API for ${SETUP_DEADLINE_MS / 1000} s (${said}): the NATS server reached runs JetStream but is cut off from the other servers of its cluster, or JetStream is not enabled for this account; check nats server report jetstream`;
   } else if (text.includes('temporarily unavailable') || text.includes('still failing after') || String(code) === '10008') {
     // A NATS cluster that lost a server elects a new leader (JetStream's or a stream's), and answers
     // 10008 or nothing meanwhile: nothing to fix in the settings, unless it lasts.

@@ -12,10 +12,11 @@ import { HooklineError } from '../errors.js';
  * a NATS cluster elects a meta leader or places a replicated stream (three nodes started together
  * failed 1 of 2 tries with a timeout). Creating is therefore read-then-create, retried on a timeout
  * or a lost race until `SETUP_DEADLINE_MS`; what exists is checked for the replica count asked for,
- * not silently used with another. "jetstream is not enabled" is not retried: on a cluster just
- * started it came from a replicated stream without a leader yet (`withLeader` waits for one), while
- * a cluster still electing its meta leader answers with timeouts (about 2 s on 10 of 13 fresh
- * three-server clusters); so a server without JetStream is reported at once.
+ * not silently used with another. "jetstream is not enabled" (nobody answered the JetStream API)
+ * is retried too: a server with JetStream cut off from its cluster's other servers answers so
+ * (`npm run nemesis`, seed 1: a node restarted then took it for a server without JetStream and
+ * exited), as does a replicated stream without a leader yet (`withLeader` waits for one). A server
+ * without JetStream says so in its greeting, and `reachJetStream` reports it at once.
  */
 
 /**
@@ -31,11 +32,11 @@ export const SETUP_DEADLINE_MS = 30_000;
 const PLACEMENT_DEADLINE_MS = 8_000;
 
 /** A failure that another try may not meet: a timeout, a leader election, a race lost to another node. */
-function isTransient(error: unknown): boolean {
+export function isTransient(error: unknown): boolean {
   const { code, message, name } = error as { code?: unknown; message?: unknown; name?: unknown };
   const text = `${String(name)} ${String(message)}`.toLowerCase();
   // 10058: stream name already in use (another node created it a moment ago, config not yet equal).
-  return code === 10058 || code === 10008 || text.includes('timeout') || text.includes('temporarily unavailable') || text.includes('already in use') || text.includes('leader') || isPlacement(error);
+  return code === 10058 || code === 10008 || text.includes('timeout') || text.includes('temporarily unavailable') || text.includes('already in use') || text.includes('leader') || text.includes('jetstream is not enabled') || text.includes('no responders') || isPlacement(error);
 }
 
 /** JetStream could not put the replicas anywhere: fewer servers with JetStream up than replicas (10005, 10023). */
@@ -96,7 +97,9 @@ function checkReplicas(kind: 'stream' | 'KV bucket', name: string, stream: strin
  * A JetStream manager; making one asks the server for the account's JetStream, which can time out
  * like any API call while the cluster is busy, so it is retried too (no JetStream at all is not).
  */
-export function reachJetStream(connection: NatsConnection, log?: SetupLog): Promise<JetStreamManager> {
+export async function reachJetStream(connection: NatsConnection, log?: SetupLog): Promise<JetStreamManager> {
+  // The server's greeting says whether it runs JetStream: one without it is not waited for.
+  if (connection.info && !connection.info.jetstream) throw Object.assign(new Error('jetstream is not enabled'), { name: 'JetStreamNotEnabled' });
   return retrying('reaching JetStream', () => jetstreamManager(connection), log);
 }
 

@@ -54,4 +54,25 @@ describe('node presence after a write whose answer was lost', () => {
     await kv.update(presenceKey('n1'), new TextEncoder().encode(other), current.revision);
     expect(await presence.refresh()).toBe('superseded');
   });
+
+  it('claims the node id through the failures NATS answers while its server is cut off from its peers', async () => {
+    bucket = await testLeaseBucket('HL_TEST_presence');
+    const { kv } = bucket;
+    // The entry's first reads fail as they did for a node started again while its NATS server was
+    // cut off from its peers: nobody answered ("jetstream is not enabled"), and the start exited.
+    let failures = 2;
+    const cutOff = new Proxy(kv, {
+      get: (target, name, receiver) =>
+        name === 'get' && failures > 0
+          ? () => {
+              failures--;
+              return Promise.reject(Object.assign(new Error('jetstream is not enabled'), { name: 'JetStreamNotEnabled' }));
+            }
+          : Reflect.get(target, name, receiver),
+    });
+    const presence = new NodePresence({ kv: cutOff, nodeId: 'n2', leaseMs: 2_000 });
+    await presence.claim();
+    expect(failures).toBe(0);
+    expect(await presence.refresh()).toBe('kept');
+  });
 });

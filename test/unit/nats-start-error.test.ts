@@ -49,4 +49,12 @@ describe('NATS start failures', () => {
     expect(waited.message).toContain('NATS is electing a leader');
     expect(waited.message).toContain('(watching the directory: still failing after 30 s (TIMEOUT))');
   });
+
+  it('say that JetStream went unanswered, not that the server lacks it, when a step gave up on "jetstream is not enabled" from a server that greeted with JetStream', () => {
+    const gaveUp = new Error('creating KV bucket HOOKLINE_EVENTS_leases: still failing after 30 s (jetstream is not enabled)', { cause: Object.assign(new Error('jetstream is not enabled'), { name: 'JetStreamNotEnabled' }) });
+    const error = natsStartError('nats://127.0.0.1:4222', gaveUp);
+    expect(error.message).toMatch(/^HOOKLINE_NATS_URL=nats:\/\/127\.0\.0\.1:4222: nothing answered the JetStream API for 30 s \(creating KV bucket/);
+    expect(error.message).toContain('cut off from the other servers of its cluster');
+    expect(error.message).not.toMatch(/runs without JetStream/);
+  });
 });
