@@ -44,13 +44,37 @@ function nodeOf(fault: PlannedFault, system: System): NemesisNode {
   return node;
 }
 
+/** How long a supervisor waits before starting a node whose start failed (deploy/systemd: RestartSec=2). */
+const RESTART_DELAY_MS = 2_000;
+
+/**
+ * Starts a killed node again as its supervisor would (systemd's Restart=on-failure, compose's
+ * restart policy): a start that fails is tried again after RESTART_DELAY_MS, while `going` (after
+ * the load, the heal takes over). Each failed start stays in the report ("Node starts that
+ * failed"); the first is thrown once the node serves, so that the fault's note names it.
+ */
+async function superviseStart(node: NemesisNode, going: () => boolean): Promise<void> {
+  let firstFailure: unknown = null;
+  let failures = 0;
+  while (node.state === 'down' && going()) {
+    try {
+      await node.start();
+    } catch (error) {
+      firstFailure ??= error;
+      failures++;
+      await pause(RESTART_DELAY_MS);
+    }
+  }
+  if (firstFailure) throw new Error(`${failures} start${failures === 1 ? '' : 's'} failed before it served again${node.state === 'running' ? '' : ' (then left to the heal)'}; the first: ${describe(firstFailure)}`, { cause: firstFailure });
+}
+
 /** Applies `fault`; answers what undoes it, or why it was skipped. */
-function apply(fault: PlannedFault, system: System): Promise<(() => Promise<void>) | string> | (() => Promise<void>) | string {
+function apply(fault: PlannedFault, system: System, going: () => boolean): Promise<(() => Promise<void>) | string> | (() => Promise<void>) | string {
   switch (fault.kind) {
     case 'kill-node': {
       const node = nodeOf(fault, system);
       if (node.state !== 'running') return `${node.id} was ${node.state}`;
-      return node.kill9().then(() => () => node.start());
+      return node.kill9().then(() => () => superviseStart(node, going));
     }
     case 'pause-node': {
       const node = nodeOf(fault, system);
@@ -99,7 +123,7 @@ export function runNemesis(plan: readonly PlannedFault[], system: System, starte
     }
     let undo: (() => Promise<void>) | string;
     try {
-      undo = await apply(fault, system);
+      undo = await apply(fault, system, () => !cancelled);
     } catch (error) {
       fault.note = `could not apply: ${describe(error)}`;
       log(`fault ${fault.id} ${fault.kind} ${fault.target}: ${fault.note}`);
@@ -116,7 +140,7 @@ export function runNemesis(plan: readonly PlannedFault[], system: System, starte
     try {
       await undo();
     } catch (error) {
-      fault.note = `undoing it failed (healed at the end): ${describe(error)}`;
+      fault.note = `undoing it failed: ${describe(error)}`;
       log(`fault ${fault.id} ${fault.kind} ${fault.target}: ${fault.note}`);
     }
     fault.endedMs = since();
