@@ -6,8 +6,9 @@
  *   with each failure in a row, instead of taking it again at the next tick.
  * - A partition no node holds for `orphanGraceMs` (its owner by rendezvous hashing keeps failing to
  *   take it, or backs off) is taken by another node, as a stand-in.
- * - A stand-in hands it back after `standInMs`, so that its owner by rendezvous hashing takes it
- *   again (or, still failing, leaves it free for a stand-in again).
+ * - A stand-in hands it back after a while, so that its owner by rendezvous hashing takes it
+ *   again (or, still failing, leaves it free for a stand-in again): two leases the first time,
+ *   doubling with each stand-in of the partition that follows soon after the last, up to ten.
  */
 
 export interface TakeoverPolicyOptions {
@@ -30,8 +31,16 @@ const MAX_BACKOFF_TICKS = 32;
  * a quarter lease), past the time its owner takes a free partition (its next tick).
  */
 const ORPHAN_GRACE_TICKS = 4;
-/** How long a stand-in keeps a partition before giving its owner another chance. */
-const STAND_IN_TICKS = 40;
+/**
+ * How long a stand-in keeps a partition before giving its owner another chance: FIRST_STAND_IN_TICKS,
+ * doubled for each stand-in of the partition here that starts within STAND_IN_MEMORY_TICKS of the
+ * last one's start (its owner failed again), up to MAX_STAND_IN_TICKS. Forty ticks each time held
+ * partitions away from owners that had recovered: a seed-5 nemesis run reached its layout 50 s
+ * after the faults ended (lease 5 s), and nats-cluster-mode in CI waited out its 60 s on it.
+ */
+const FIRST_STAND_IN_TICKS = 8;
+const MAX_STAND_IN_TICKS = 40;
+const STAND_IN_MEMORY_TICKS = 160;
 
 export class TakeoverPolicy {
   private readonly failures = new Map<number, { count: number; until: number }>();
@@ -39,6 +48,8 @@ export class TakeoverPolicy {
   private readonly freeSince = new Map<number, number>();
   /** Partitions held here as a stand-in, since when. */
   private readonly standingIn = new Map<number, number>();
+  /** The last stand-in here of each partition: when it started, and for how many ticks. */
+  private readonly lastStandIn = new Map<number, { startedAt: number; ticks: number }>();
   private readonly now: () => number;
   private readonly random: () => number;
 
@@ -64,8 +75,15 @@ export class TakeoverPolicy {
   /** A takeover succeeded: as the partition's owner, or (`standIn`) for an owner that could not. */
   acquired(partition: number, standIn: boolean): void {
     this.failures.delete(partition);
-    if (standIn) this.standingIn.set(partition, this.now());
-    else this.standingIn.delete(partition);
+    if (!standIn) {
+      this.standingIn.delete(partition);
+      return;
+    }
+    const now = this.now();
+    const last = this.lastStandIn.get(partition);
+    const soonAfter = last !== undefined && now - last.startedAt < STAND_IN_MEMORY_TICKS * this.options.tickMs;
+    this.lastStandIn.set(partition, { startedAt: now, ticks: soonAfter ? Math.min(2 * last.ticks, MAX_STAND_IN_TICKS) : FIRST_STAND_IN_TICKS });
+    this.standingIn.set(partition, now);
   }
 
   released(partition: number): void {
@@ -84,7 +102,8 @@ export class TakeoverPolicy {
       return true;
     }
     const since = this.standingIn.get(partition);
-    return since !== undefined && this.now() - since < STAND_IN_TICKS * this.options.tickMs;
+    const ticks = this.lastStandIn.get(partition)?.ticks ?? MAX_STAND_IN_TICKS;
+    return since !== undefined && this.now() - since < ticks * this.options.tickMs;
   }
 
   /**

@@ -6,7 +6,7 @@ import { TakeoverPolicy } from '../../src/cluster/takeover-policy.js';
  * The takeover rules of docs/nemesis.md finding 5, over random histories: a node whose takeover of
  * a partition failed leaves its lease free for longer than the grace after which another node
  * stands in; a stand-in never takes a partition it owns anyway, nor one free for less than the
- * grace; and it keeps one for a bounded time only, so its owner gets it back.
+ * grace; and it keeps one for a bounded time only (40 ticks at the most), so its owner gets it back.
  */
 
 const TICK = 100;
@@ -67,6 +67,26 @@ describe('TakeoverPolicy', () => {
       }),
       { seed: 36_045, numRuns: 300 },
     );
+  });
+
+  it('hands a stand-in back after 8 ticks, doubling for each stand-in soon after the last, up to 40, and 8 again after a quiet while', () => {
+    let now = 0;
+    const policy = new TakeoverPolicy({ tickMs: TICK, now: () => now, random: () => 0.5 });
+    const keptFor = (): number => {
+      policy.acquired(3, true);
+      const since = now;
+      while (policy.keeps(3, false)) now += TICK;
+      policy.released(3);
+      return (now - since) / TICK;
+    };
+    expect([keptFor(), keptFor(), keptFor(), keptFor(), keptFor()]).toEqual([8, 16, 32, 40, 40]);
+    // Its owner took it back and kept it: the next stand-in is a short one again.
+    now += 160 * TICK;
+    expect(keptFor()).toBe(8);
+    // Its own by rendezvous hashing: kept, whatever the stand-in time.
+    policy.acquired(3, true);
+    now += 100 * TICK;
+    expect(policy.keeps(3, true)).toBe(true);
   });
 
   it('doubles the wait with each failure in a row, up to 32 ticks, and starts again after a success', () => {
