@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -244,6 +245,7 @@ async function run(args: Arguments): Promise<number> {
     const report: RunReport = {
       options,
       reproduce,
+      revision: revisionOfCheckout(),
       startedAt: new Date(startedAt).toISOString(),
       milestones: { producersStoppedMs, healedMs, settledMs },
       settled,
@@ -291,3 +293,12 @@ if (parsed === 'help') {
   process.exit(0);
 }
 process.exit(await run(parsed));
+
+/** The checkout's commit as `git describe --always --dirty` gives it, or `unknown` outside git. */
+function revisionOfCheckout(): string {
+  try {
+    return execFileSync('git', ['describe', '--always', '--dirty'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return 'unknown';
+  }
+}

@@ -28,6 +28,8 @@ export interface RunReport {
   options: RunOptions;
   /** The command that runs this seed again. */
   reproduce: string;
+  /** The commit the nodes ran (`git describe`), `-dirty` when the working tree had changes. */
+  revision: string;
   startedAt: string;
   milestones: Milestones;
   settled: boolean;
@@ -65,7 +67,7 @@ function markdown(report: RunReport): string {
     '',
     verdict,
     '',
-    `Reproduce: \`${report.reproduce}\``,
+    `Reproduce: \`${report.reproduce}\` (Hookline at ${report.revision})`,
     '',
     `Started ${report.startedAt}; ${seconds(options.durationMs)} of load and faults, ${options.ratePerProducer} events/s per producer (HTTP and NATS), `,
     `three Hookline nodes on a three-server NATS cluster (replicas 3), ${options.partitions} partitions, lease ${seconds(options.leaseMs)}. `,
