@@ -158,8 +158,11 @@ export class ChangelogReader {
     let lastSeen = from - 1;
     let stalled = false;
     let stall: NodeJS.Timeout | undefined;
+    // Armed only while the read waits for a message it must reach: never over `between` (a slow
+    // disk holds a restore's chunks back), nor for a read that may end where its replica does.
     const watch = (): void => {
       clearTimeout(stall);
+      if (lastSeen >= reach) return;
       stall = setTimeout(() => {
         stalled = true;
         messages.stop();
@@ -175,13 +178,15 @@ export class ChangelogReader {
       let recordsThisTurn = 0;
       for await (const message of messages) {
         if (message.seq > to) break;
-        watch();
         lastSeen = message.seq;
+        watch();
         recordsThisTurn += visit(message);
         if ((message.info.pending === 0 && message.seq >= reach) || message.seq === to) break;
         if (recordsThisTurn >= RECORDS_PER_TURN) {
           recordsThisTurn = 0;
+          clearTimeout(stall);
           await between();
+          watch();
         }
       }
     } finally {
