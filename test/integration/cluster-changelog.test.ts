@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { RetentionPolicy, StorageType, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -6,6 +7,7 @@ import fc from 'fast-check';
 import { pack, unpackMultiple } from 'msgpackr';
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { PartitionChangelog } from '../../src/cluster/changelog.js';
+import { ChangelogReader, type PartitionRead } from '../../src/cluster/changelog-read.js';
 import type { ChangelogRecord, ChangelogWriter, RestoredChange } from '../../src/cluster/changelog.js';
 import type { DeliveryChange, DeliveryRecord, EventRecord } from '../../src/store/records.js';
 import { SHARED_NATS_URL, connectNats, deleteStreams } from '../helpers/nats.js';
@@ -314,6 +316,25 @@ describe('partition changelog', () => {
     expect(records.get('dlv_before')!.record).toMatchObject({ status: 'succeeded' });
     // The fence is a batch a restore skips: the next restore into LMDB gives what the in-memory one does.
     expect([...(await restoredIntoStore(new PartitionChangelog(nc, stream, prefix), 1)).keys()]).toEqual(['dlv_before']);
+  });
+
+  it('reads on through the sequence the stream\'s leader names, waiting for a batch the serving replica does not have yet', async () => {
+    const { changelog: writer, stream, prefix } = await changelogHolding(4);
+    await writer.append(4, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_1', 1, 'pending') }, held);
+    await writer.append(4, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_2', 1, 'pending') }, held);
+    const last = (await manager.streams.getMessage(stream, { last_by_subj: `${prefix}.4.log` }))!.seq;
+    const reader = new ChangelogReader(jetstream(nc), async () => manager, stream, prefix, () => 1024 * 1024);
+    const state: PartitionRead = { lastBatch: 0, entriesAfterSnapshot: 0, snapshotEntries: 0, marker: null };
+    const read: string[] = [];
+    // The leader names a batch past what the stream holds for now, as it does while the replica
+    // serving the read is behind: the read waits for it rather than end at the replica's last.
+    const reading = reader.readBatchesThrough(4, state, last + 1, (change) => void read.push(change.kind === 'webhook' ? change.projectId : change.record.id), nextTurn);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(read).toEqual(['dlv_1', 'dlv_2']);
+    await writer.append(4, { kind: 'delivery', projectId: 'p1', record: delivery('dlv_3', 1, 'pending') }, held);
+    await reading;
+    expect(read).toEqual(['dlv_1', 'dlv_2', 'dlv_3']);
+    expect(state.lastBatch).toBe(last + 1);
   });
 
   it('lays the holder\'s batch after a previous owner\'s late one, when the lease bucket confirms the holder', async () => {
