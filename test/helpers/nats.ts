@@ -119,14 +119,25 @@ export async function publishUntilAcked(connection: NatsConnection, projectId: s
   }
 }
 
-/** A TCP port free on 127.0.0.1 right now. */
+/** Ports `freePort` has handed out in this process: never handed out twice. */
+const portsHandedOut = new Set<number>();
+
+/**
+ * A TCP port free on 127.0.0.1 right now, and not handed out before by this process: each call
+ * binds and closes port 0, so calls made together could get the same one (a NATS cluster's
+ * server then got its client port as its route port too, and exited: "address already in use").
+ */
 export async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
+  for (;;) {
+    const server = createServer();
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    if (portsHandedOut.has(port)) continue;
+    portsHandedOut.add(port);
+    return port;
+  }
 }
 
 function accepts(port: number): Promise<boolean> {
