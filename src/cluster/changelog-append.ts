@@ -5,6 +5,7 @@ import { pack } from 'msgpackr';
 import { entryOf, packed, recordKey, type ChangelogRecord } from './changelog-entries.js';
 import { LOG_TOKEN, type ChangelogReader, type PartitionRead } from './changelog-read.js';
 import { PUBLISH_TRIES } from './changelog-snapshot.js';
+import { HooklineError } from '../errors.js';
 
 /**
  * The write side of a partition's changelog (`PartitionChangelog`): appends grouped into batches,
@@ -74,6 +75,13 @@ export interface PartitionLog {
    * here on: restores go on reading them, until the partition moves and a restore folds them in.
    */
   foreignFrom: number | undefined;
+  /**
+   * Released here (`PartitionChangelog.forget`) and not restored since: nothing more is published
+   * for it. Before, a batch left waiting behind a stalled publish went out after the release with
+   * no condition at all (the subject's position was forgotten), and laid a stale ingest over the
+   * next owner's newer one (nemesis, seed 2 for 30 min: four acknowledged deliveries replaced).
+   */
+  released: boolean;
 }
 
 /** A partition's log as nothing is known of it yet: its subject not read, nothing waiting. */
@@ -91,6 +99,7 @@ export function newPartitionLog(partition: number, subject: string): PartitionLo
     snapshotEntries: 0,
     compacting: false,
     foreignFrom: undefined,
+    released: false,
   };
 }
 
@@ -120,6 +129,7 @@ export class BatchAppender {
    * delivery made with it): they go in the same message, so a restore finds both or neither.
    */
   appendTogether(log: PartitionLog, changes: readonly ChangelogRecord[], stillHeld: () => boolean): Promise<void> {
+    if (log.released) return Promise.reject(releasedError(log.partition));
     const key = changes.map(recordKey).join(' ');
     // Packed now: the caller's record may change after this call, the version appended may not.
     const entry = changes.length === 1 ? pack(entryOf(changes[0]!)) : Buffer.concat([...packed(changes)]);
@@ -141,6 +151,15 @@ export class BatchAppender {
   private flushDue(): void {
     for (const log of this.due) void this.flush(log);
     this.due.clear();
+  }
+
+  /** Refuses what waits for the partition's next batch, and all it is handed until it is restored here again. */
+  release(log: PartitionLog): void {
+    log.released = true;
+    const waiters = log.waiters;
+    log.waiting = new Map();
+    log.waiters = [];
+    for (const waiter of waiters) waiter.reject(releasedError(log.partition));
   }
 
   /** Sends what waits as batches until nothing does; every waiter learns its batch's outcome. */
@@ -200,6 +219,7 @@ export class BatchAppender {
    * kept the wrong one of two deliveries of one event (docs/nemesis.md, finding 2).
    */
   private async publishBatch(log: PartitionLog, data: Buffer): Promise<void> {
+    if (log.released) throw releasedError(log.partition);
     const subject = log.subject;
     const expected = log.lastSequence;
     const { batchId, headers } = this.nextBatch();
@@ -257,4 +277,9 @@ export class BatchAppender {
 function isWrongLastSequence(error: unknown): boolean {
   const { code, message } = error as { code?: unknown; message?: unknown };
   return code === 10071 || /wrong last sequence/i.test(String(message));
+}
+
+/** An append to a partition this node released: not stored, and retried by the caller as any refused write is. */
+function releasedError(partition: number): HooklineError {
+  return new HooklineError('HOOKLINE_ERR_PARTITION_MOVING', `partition ${partition} was released by this node; the change was not appended to its changelog`, { retryAfterSeconds: 1 });
 }

@@ -196,6 +196,7 @@ export class PartitionChangelog {
   /** Where the partition's subject stands once restored here: the next batch and snapshot are conditional on it. */
   private restored(partition: number, state: PartitionRead): void {
     const log = this.logOf(partition);
+    log.released = false;
     log.lastSequence = state.lastBatch;
     log.foreignFrom = undefined;
     log.markerSequence = state.marker?.sequence ?? 0;
@@ -266,9 +267,14 @@ export class PartitionChangelog {
     }
   }
 
-  /** Drops what this node knew of a partition's subject (it no longer holds it). */
+  /**
+   * Drops what this node knew of a partition's subject (it no longer holds it, or restores it
+   * anew), and refuses its appends until a restore here: what waited for a batch is not stored.
+   */
   forget(partition: number): void {
     const log = this.logs.get(partition);
-    if (log) log.lastSequence = undefined;
+    if (!log) return;
+    log.lastSequence = undefined;
+    this.appender.release(log);
   }
 }
