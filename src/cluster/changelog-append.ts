@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import type { JetStreamClient } from '@nats-io/jetstream';
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import { pack } from 'msgpackr';
 import { entryOf, packed, recordKey, type ChangelogRecord } from './changelog-entries.js';
@@ -118,8 +118,6 @@ export class BatchAppender {
   constructor(
     private readonly connection: NatsConnection,
     private readonly js: JetStreamClient,
-    private readonly jsm: () => Promise<JetStreamManager>,
-    private readonly stream: string,
     private readonly reader: ChangelogReader,
     private readonly writer: ChangelogWriter,
   ) {}
@@ -229,7 +227,7 @@ export class BatchAppender {
       log.lastSequence = (await this.js.publish(subject, data, { headers, retries: PUBLISH_TRIES, ...(expected !== undefined ? { expect: { lastSubjectSequence: expected } } : {}) })).seq;
     } catch (error) {
       if (!isWrongLastSequence(error) || !log.stillHeld()) throw error;
-      const last = await (await this.jsm()).streams.getMessage(this.stream, { last_by_subj: subject });
+      const last = await this.reader.lastBatch(log.partition);
       if (last?.header?.get(BATCH_HEADER) === batchId) {
         log.lastSequence = last.seq;
         return;

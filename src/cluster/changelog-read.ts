@@ -1,5 +1,5 @@
 import { DeliverPolicy } from '@nats-io/jetstream';
-import type { JetStreamClient, JetStreamManager, JsMsg } from '@nats-io/jetstream';
+import type { JetStreamClient, JetStreamManager, JsMsg, StoredMsg } from '@nats-io/jetstream';
 import { unpack } from 'msgpackr';
 import { RECORDS_PER_TURN, visitBatch, visitEntries, type ChangelogRecord } from './changelog-entries.js';
 import { retrying } from '../transport/nats-streams.js';
@@ -130,9 +130,13 @@ export class ChangelogReader {
    * get is answered by the leader; a consumer may be served by a replica that is behind).
    */
   async lastBatchSequence(partition: number): Promise<number> {
+    return (await this.lastBatch(partition))?.seq ?? 0;
+  }
+
+  /** The partition's last batch as the stream's leader has it (null: none), with its headers. */
+  async lastBatch(partition: number): Promise<StoredMsg | null> {
     const jsm = await this.jsm();
-    const message = await retrying(`reading partition ${partition}'s last batch`, () => jsm.streams.getMessage(this.stream, { last_by_subj: this.subjectOf(partition, LOG_TOKEN) }), undefined);
-    return message?.seq ?? 0;
+    return retrying(`reading partition ${partition}'s last batch`, () => jsm.streams.getMessage(this.stream, { last_by_subj: this.subjectOf(partition, LOG_TOKEN) }), undefined);
   }
 
   /**

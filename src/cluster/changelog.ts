@@ -96,9 +96,8 @@ export class PartitionChangelog {
     writer: ChangelogWriter = anonymousWriter(),
   ) {
     this.js = jetstream(connection);
-    const jsm = () => this.jsm();
-    this.reader = new ChangelogReader(this.js, jsm, stream, subjectPrefix, () => this.appender.maxPayload());
-    this.appender = new BatchAppender(connection, this.js, jsm, stream, this.reader, writer);
+    this.reader = new ChangelogReader(this.js, () => this.jsm(), stream, subjectPrefix, () => this.appender.maxPayload());
+    this.appender = new BatchAppender(connection, this.js, this.reader, writer);
   }
 
   /** Creates the stream with `replicas` when absent (safe from several nodes at once). */

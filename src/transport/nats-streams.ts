@@ -32,7 +32,7 @@ export const SETUP_DEADLINE_MS = 30_000;
 const PLACEMENT_DEADLINE_MS = 8_000;
 
 /** A failure that another try may not meet: a timeout, a leader election, a race lost to another node. */
-export function isTransient(error: unknown): boolean {
+function isTransient(error: unknown): boolean {
   const { code, message, name } = error as { code?: unknown; message?: unknown; name?: unknown };
   const text = `${String(name)} ${String(message)}`.toLowerCase();
   // 10058: stream name already in use (another node created it a moment ago, config not yet equal).
